@@ -1,0 +1,144 @@
+// SlidingHull: one convex chain (lower or upper) over a first-in first-out
+// window of points whose x strictly increases.
+//
+// The window is split in two parts, as in a queue built from two stacks:
+//   - the back part [split, tail): its hull is kept by Andrew's monotone chain,
+//     appending on the right (amortized O(1) per point);
+//   - the front part [head, split): its hull is kept for every suffix at once.
+//     It was built right to left, each prepended point popping some vertices;
+//     those are logged, so removing the leftmost point undoes its prepend
+//     (restores what it popped) in O(popped).
+// When the front part runs empty, the whole window becomes the new front part
+// (an O(n) rebuild once per n removals). Every operation is amortized O(1);
+// nothing is rebuilt per sample.
+//
+// The hull of the whole window is the hull of the two chains. Queries work on
+// the two chains directly (see separation.h), so they are never merged.
+//
+// Coordinates are exact integers (ns, relative to an anchor chosen by the
+// caller); orientation tests use 128-bit products, so hulls are exact.
+//
+// Thread safety: none; one owner.
+
+#ifndef CLOCKSYNC_HULL_SLIDING_HULL_H_
+#define CLOCKSYNC_HULL_SLIDING_HULL_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace clocksync::hull {
+
+// A point in (local time, offset) space, both in ns relative to an anchor.
+struct Point {
+  int64_t x;
+  int64_t y;
+};
+
+// Twice the signed area of triangle (o, a, b): > 0 for a left (counter-
+// clockwise) turn, < 0 for a right turn, 0 when collinear. Exact.
+inline __int128 Cross(const Point& o, const Point& a, const Point& b) {
+  return static_cast<__int128>(a.x - o.x) * (b.y - o.y) -
+         static_cast<__int128>(a.y - o.y) * (b.x - o.x);
+}
+
+enum class HullSide {
+  kLower,  // The chain below the points: every point lies on or above it.
+  kUpper,  // The chain above the points: every point lies on or below it.
+};
+
+// A read-only view of one convex chain, vertices ordered by increasing x.
+// Valid until the owning SlidingHull is modified.
+class ChainView {
+ public:
+  ChainView() = default;
+  ChainView(const Point* ring, uint64_t mask, const uint32_t* index, int size,
+            bool reversed)
+      : ring_(ring), mask_(mask), index_(index), size_(size),
+        reversed_(reversed) {}
+
+  int size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  // Vertex k, 0 <= k < size(), counted from the left.
+  const Point& vertex(int k) const {
+    const uint32_t seq = index_[reversed_ ? size_ - 1 - k : k];
+    return ring_[seq & mask_];
+  }
+
+ private:
+  const Point* ring_ = nullptr;
+  uint64_t mask_ = 0;
+  const uint32_t* index_ = nullptr;
+  int size_ = 0;
+  bool reversed_ = false;
+};
+
+class SlidingHull {
+ public:
+  explicit SlidingHull(HullSide side) : side_(side) {}
+
+  SlidingHull(const SlidingHull&) = delete;
+  SlidingHull& operator=(const SlidingHull&) = delete;
+
+  // Appends a point; its x must exceed the x of the newest point.
+  void PushBack(const Point& p);
+  // Removes the oldest point. The window must not be empty.
+  void PopFront();
+  // Removes every point (keeps allocated memory).
+  void Clear();
+
+  size_t size() const { return static_cast<size_t>(tail_ - head_); }
+  bool empty() const { return head_ == tail_; }
+  // The i-th point of the window, 0 = oldest.
+  const Point& at(size_t i) const { return ring_[(head_ + i) & mask_]; }
+  const Point& front() const { return at(0); }
+  const Point& back() const { return ring_[(tail_ - 1) & mask_]; }
+
+  // The hull chain of the front part (older points) and of the back part.
+  // Every x of the front chain is below every x of the back chain.
+  ChainView front_chain() const;
+  ChainView back_chain() const;
+  // Vertices in both chains (an upper bound on the merged hull's size).
+  size_t chain_vertices() const {
+    return front_chain_.size() + back_chain_.size();
+  }
+
+  // Bytes held by this structure (capacity, not just size).
+  size_t memory_bytes() const;
+
+ private:
+  // True when b should be removed from a chain ...a, b, c (non-convex or
+  // collinear turn for this side), for points in increasing x.
+  bool Removes(const Point& a, const Point& b, const Point& c) const {
+    const __int128 turn = Cross(a, b, c);
+    return side_ == HullSide::kLower ? turn <= 0 : turn >= 0;
+  }
+  const Point& point(uint32_t seq) const { return ring_[seq & mask_]; }
+  void Grow();
+  void RebuildFront();
+
+  HullSide side_;
+  // Points by sequence number; a power-of-two ring indexed by seq & mask_.
+  std::vector<Point> ring_;
+  uint64_t mask_ = 0;
+  uint64_t head_ = 0;   // Sequence number of the oldest point.
+  uint64_t split_ = 0;  // First sequence number of the back part.
+  uint64_t tail_ = 0;   // One past the newest point.
+
+  // Chains hold sequence numbers truncated to 32 bits; the ring is never
+  // larger than 2^31 points, so seq & mask_ recovers the slot.
+  std::vector<uint32_t> back_chain_;   // Left to right.
+  std::vector<uint32_t> front_chain_;  // Right to left: back() is leftmost.
+  // Vertices popped by each front point's prepend, in pop order.
+  std::vector<uint32_t> undo_log_;
+  // For front point seq, its log entries begin at
+  // undo_begin_[seq - front_base_]; they end where the entries of seq - 1
+  // begin, or at undo_end_ for the oldest point of the rebuild.
+  std::vector<uint32_t> undo_begin_;
+  uint64_t front_base_ = 0;
+  uint32_t undo_end_ = 0;
+};
+
+}  // namespace clocksync::hull
+
+#endif  // CLOCKSYNC_HULL_SLIDING_HULL_H_
