@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <vector>
 
 namespace clocksync::hull {
 namespace {
@@ -96,24 +97,6 @@ Point SideSupport(const std::array<ChainView, 2>& chains, bool lower,
   return best;
 }
 
-// Sign of g(b) = L(b) - U(b).
-int SignOfGap(const HullChains& h, const Slope& b) {
-  const Point a = SideSupport(h.lower, true, b, Tie::kMinX);
-  const Point u = SideSupport(h.upper, false, b, Tie::kMinX);
-  const __int128 g = ScaledIntercept(a, b) - ScaledIntercept(u, b);
-  return (g > 0) - (g < 0);
-}
-
-// g'(b+) and g'(b-) as integers (x differences).
-int64_t GapSlopeRight(const HullChains& h, const Slope& b) {
-  return SideSupport(h.upper, false, b, Tie::kMinX).x -
-         SideSupport(h.lower, true, b, Tie::kMaxX).x;
-}
-int64_t GapSlopeLeft(const HullChains& h, const Slope& b) {
-  return SideSupport(h.upper, false, b, Tie::kMaxX).x -
-         SideSupport(h.lower, true, b, Tie::kMinX).x;
-}
-
 // An open interval of slopes with no kink of the searched functions inside.
 struct Interval {
   bool has_lo = false;
@@ -146,7 +129,7 @@ struct Interval {
 };
 
 // Narrows to the piece (lo, hi) of the piecewise-linear functions of the
-// chosen sides where a predicate, monotone in the slope (false then true),
+// chosen sides (used for bounds at x inside the data) where a predicate, monotone in the slope (false then true),
 // switches: pred(lo) is false, pred(hi) is true, and neither a chain edge
 // nor a bridge between two chains of a side has its slope inside.
 template <typename Pred>
@@ -212,6 +195,87 @@ bool HasPoints(const std::array<ChainView, 2>& chains) {
 
 }  // namespace
 
+namespace {
+
+// The hull of a side's (up to two) chains as one vertex list, left to
+// right: the chains are x-separated, so one monotone-chain pass over their
+// vertices in order merges them.
+void MergeSide(const std::array<ChainView, 2>& chains, bool lower,
+               std::vector<Point>* out) {
+  out->clear();
+  for (const ChainView& c : chains) {
+    for (int k = 0; k < c.size(); ++k) {
+      const Point& p = c.vertex(k);
+      while (out->size() >= 2) {
+        const __int128 turn = Cross((*out)[out->size() - 2], out->back(), p);
+        if (lower ? turn > 0 : turn < 0) break;
+        out->pop_back();
+      }
+      out->push_back(p);
+    }
+  }
+}
+
+// Walks the kinks of g in increasing slope order. The lower support moves
+// right across lower edges (ascending slopes, left to right); the upper
+// support moves left across upper edges (ascending slopes, right to left).
+class KinkWalk {
+ public:
+  KinkWalk(const std::vector<Point>& lower, const std::vector<Point>& upper)
+      : lower_(lower), upper_(upper), i_(0),
+        j_(static_cast<int>(upper.size()) - 1) {}
+
+  const Point& lower_support() const { return lower_[i_]; }
+  const Point& upper_support() const { return upper_[j_]; }
+  // g'(b) on the current piece: x difference of the supports.
+  int64_t gap_slope() const { return upper_[j_].x - lower_[i_].x; }
+
+  // The next kink's slope; false when none is left.
+  bool Peek(Slope* next) const {
+    const bool has_lower = i_ + 1 < static_cast<int>(lower_.size());
+    const bool has_upper = j_ > 0;
+    if (!has_lower && !has_upper) return false;
+    if (has_lower && has_upper) {
+      const Slope l = LowerEdge(), u = UpperEdge();
+      *next = CompareSlopes(l, u) <= 0 ? l : u;
+    } else {
+      *next = has_lower ? LowerEdge() : UpperEdge();
+    }
+    return true;
+  }
+  // Steps over every kink at slope b (the one Peek returned).
+  void Advance(const Slope& b) {
+    while (i_ + 1 < static_cast<int>(lower_.size()) &&
+           CompareSlopes(LowerEdge(), b) == 0) {
+      ++i_;
+    }
+    while (j_ > 0 && CompareSlopes(UpperEdge(), b) == 0) --j_;
+  }
+  // Sign of g(b) for b on the closure of the current piece.
+  int GapSign(const Slope& b) const {
+    const __int128 g = ScaledIntercept(lower_[i_], b) -
+                       ScaledIntercept(upper_[j_], b);
+    return (g > 0) - (g < 0);
+  }
+
+ private:
+  Slope LowerEdge() const {
+    return Slope{lower_[i_ + 1].y - lower_[i_].y,
+                 lower_[i_ + 1].x - lower_[i_].x};
+  }
+  Slope UpperEdge() const {
+    return Slope{upper_[j_].y - upper_[j_ - 1].y,
+                 upper_[j_].x - upper_[j_ - 1].x};
+  }
+
+  const std::vector<Point>& lower_;
+  const std::vector<Point>& upper_;
+  int i_;
+  int j_;
+};
+
+}  // namespace
+
 Separation Separate(const HullChains& h) {
   Separation sep;
   if (!HasPoints(h.lower) || !HasPoints(h.upper)) return sep;
@@ -223,54 +287,65 @@ Separation Separate(const HullChains& h) {
   sep.bounded = upper_min_x < lower_max_x && upper_max_x > lower_min_x;
   if (!sep.bounded) return sep;
 
-  // The maximum of g: the first kink where g'(b+) < 0. On the piece just
-  // before it g rises (or is flat: then find where the flat top starts).
-  const Interval top_right = Narrow(h, true, true, [&](const Slope& b) {
-    return GapSlopeRight(h, b) < 0;
-  });
-  assert(top_right.has_hi);
-  Slope best = top_right.hi;
-  if (GapSlopeRight(h, top_right.Interior()) == 0) {
-    const Interval top_left = Narrow(h, true, true, [&](const Slope& b) {
-      return GapSlopeLeft(h, b) <= 0;
-    });
-    assert(top_left.has_lo);
-    best = Slope{top_left.lo.num + best.num, top_left.lo.den + best.den};
+  // Scratch space reused across calls on this thread.
+  thread_local std::vector<Point> lower, upper;
+  MergeSide(h.lower, true, &lower);
+  MergeSide(h.upper, false, &upper);
+
+  // The smallest feasible slope: walk up from -inf (where g rises) to the
+  // first kink where g >= 0; the root is on the piece before it.
+  KinkWalk walk(lower, upper);
+  Slope kink;
+  bool found_min = false;
+  Slope min_slope;
+  Point min_through{0, 0};
+  // The maximum of g: the first kink after which g falls (g'(b+) < 0).
+  bool have_flat = false;
+  Slope flat_start;
+  Slope best;
+  for (;;) {
+    const bool more = walk.Peek(&kink);
+    assert(more);  // Bounded: g falls after the last kink at the latest.
+    if (!more) return sep;
+    if (!found_min && walk.GapSign(kink) >= 0) {
+      found_min = true;
+      min_slope = RootThrough(walk.lower_support(), walk.upper_support());
+      min_through = walk.lower_support();
+    }
+    walk.Advance(kink);
+    const int64_t d = walk.gap_slope();
+    if (d < 0) {
+      best = have_flat ? Slope{flat_start.num + kink.num,
+                               flat_start.den + kink.den}
+                       : kink;
+      break;
+    }
+    if (d == 0 && !have_flat) {
+      have_flat = true;
+      flat_start = kink;
+    }
   }
-  const Point l = SideSupport(h.lower, true, best, Tie::kMinX);
-  const Point u = SideSupport(h.upper, false, best, Tie::kMinX);
+  // The walk now stands just right of the top's last kink. The mid line
+  // and the margin use the supports at the top (the value of g is the same
+  // for either support of a kink).
+  const Point l = walk.lower_support();
+  const Point u = walk.upper_support();
   sep.feasible = ScaledIntercept(l, best) >= ScaledIntercept(u, best);
   if (!sep.feasible) return sep;
-
+  assert(found_min);
   sep.mid_slope = best;
   const double slope = best.value();
   sep.margin = (static_cast<double>(l.y - u.y) -
                 slope * static_cast<double>(l.x - u.x)) /
                2;
   sep.mid = Line{l, -sep.margin, slope};
+  sep.min_slope = min_slope;
+  sep.min_line = Line{min_through, 0, min_slope.value()};
 
-  // Largest feasible slope: where g falls through 0 right of the top.
-  const Interval right = Narrow(h, true, true, [&](const Slope& b) {
-    return CompareSlopes(b, best) > 0 && SignOfGap(h, b) < 0;
-  });
-  {
-    const Slope inside = right.Interior();
-    const Point rl = SideSupport(h.lower, true, inside, Tie::kMinX);
-    const Point ru = SideSupport(h.upper, false, inside, Tie::kMinX);
-    sep.max_slope = rl.x == ru.x ? best : RootThrough(rl, ru);
-    sep.max_line = Line{rl, 0, sep.max_slope.value()};
-  }
-  // Smallest feasible slope: where g rises through 0 left of the top.
-  const Interval left = Narrow(h, true, true, [&](const Slope& b) {
-    return CompareSlopes(b, best) >= 0 || SignOfGap(h, b) >= 0;
-  });
-  {
-    const Slope inside = left.Interior();
-    const Point ll = SideSupport(h.lower, true, inside, Tie::kMinX);
-    const Point lu = SideSupport(h.upper, false, inside, Tie::kMinX);
-    sep.min_slope = ll.x == lu.x ? best : RootThrough(ll, lu);
-    sep.min_line = Line{ll, 0, sep.min_slope.value()};
-  }
+  // The largest feasible slope: walk on while g stays >= 0 at each kink.
+  while (walk.Peek(&kink) && walk.GapSign(kink) >= 0) walk.Advance(kink);
+  sep.max_slope = RootThrough(walk.lower_support(), walk.upper_support());
+  sep.max_line = Line{walk.lower_support(), 0, sep.max_slope.value()};
   return sep;
 }
 

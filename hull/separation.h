@@ -13,11 +13,13 @@
 //     the bound of the offset at any x beyond (or before) the data;
 //   - the bound at any x inside the data (max / min of a + b*x over the
 //     feasible set).
-// L, U and g are piecewise linear; their kinks are edge slopes of the chains
-// plus, where a side has two chains, the slope of the bridge between them.
-// Searches narrow an interval of slopes by binary search over each chain's
-// edges (O(log^2 h) for hulls of h vertices); slopes are exact rationals and
-// every comparison is exact (128-bit integers).
+// L, U and g are piecewise linear; their kinks are edge slopes of the hulls.
+// Separate() merges each side's chains into one hull and walks the kinks in
+// slope order (O(h) for h vertices, few and cheap steps: hulls of random
+// delays hold tens of vertices). FeasibleRangeAt() narrows an interval of
+// slopes by binary search over each chain's edges and the bridge between a
+// side's two chains (O(log^2 h)). Slopes are exact rationals and every
+// comparison is exact (128-bit integers).
 
 #ifndef CLOCKSYNC_HULL_SEPARATION_H_
 #define CLOCKSYNC_HULL_SEPARATION_H_
