@@ -10,23 +10,27 @@
 //
 // Monotonicity. A correction must never reorder events: ToGlobalNs is
 // non-decreasing. The real-valued mapping rises by at least MinRate() per
-// local ns (>= kMinRate / 8 = 1/16, see MakeSplinePieces). Linear pieces
+// local ns (>= kMinRate / 8 = 1/16, see SplineTangents). Linear pieces
 // (linear fit, piecewise, the ends) are computed only with operations that
 // are monotone in floating point (int->double, subtracting a constant,
 // multiplying by c1 > 0, adding, floor), so they are monotone at any length.
 // Cubic pieces are not monotone in floating point by construction, but
-// their evaluation error stays below 1/64 ns for pieces rising less than
-// 2^45 ns (~10 h between sessions), so one local ns always moves the result
-// up (checked on random inputs in postmortem_test.cc). At piece joints the
-// same bounds apply to both sides.
+// their evaluation error (a few ulps of values below the piece's rise) stays
+// under 1/64 ns for pieces shorter than 2^44 ns (~4.9 h between sessions),
+// well below the 1/16 ns that one local ns moves the mapping, so the result
+// never steps back (checked on random inputs in postmortem_test.cc). At
+// piece joints the same bounds hold on both sides.
 
 #include "hull/postmortem.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <limits>
-#include <numeric>
+#include <string>
+#include <tuple>
 #include <utility>
+#include <vector>
 
 #include "absl/base/internal/raw_logging.h"
 #include "absl/status/status.h"
@@ -52,13 +56,15 @@ SplitNs SplitRatio(int128 num, int128 den) {
 }
 
 // The first integer ns at or after `t`.
-int64_t CeilNs(const SplitNs& t) { return t.whole_ns + (t.frac_ns > 0 ? 1 : 0); }
+int64_t CeilNs(const SplitNs& t) {
+  return t.whole_ns + (t.frac_ns > 0 ? 1 : 0);
+}
 
-// An exchange kept for fitting, with its exact sums.
+// A usable exchange, in exact integers.
 struct Kept {
-  int128 two_x;  // s + r: twice the local midpoint
-  int64_t m;     // master stamp
-  int64_t session_id;
+  int128 two_x;          // s + r: twice the local midpoint
+  int64_t m;             // master stamp
+  size_t session_index;  // position of its session in the input
 };
 
 // Exact sums of one condensed session (or of several merged ones).
@@ -83,7 +89,8 @@ struct PointSums {
 // Number of exchanges to drop as the slowest of `n`.
 int64_t SlowCount(int64_t n, double slow_fraction) {
   if (n <= 1 || !(slow_fraction > 0)) return 0;
-  // The epsilon keeps n * 0.1 == 2.9999999999999996 from losing one.
+  // The epsilon keeps a product that rounds just below an integer (as
+  // 0.1 is not exact in binary) from dropping one exchange too few.
   const auto drop = static_cast<int64_t>(
       std::floor(static_cast<double>(n) * slow_fraction + 1e-9));
   return std::clamp<int64_t>(drop, 0, n - 1);
@@ -91,7 +98,8 @@ int64_t SlowCount(int64_t n, double slow_fraction) {
 
 // Appends the usable exchanges of `session` (r >= s) to `out`, counting the
 // invalid ones in `report`.
-void CollectValid(const SyncSession& session, CorrectionReport* report,
+void CollectValid(const SyncSession& session, size_t session_index,
+                  CorrectionReport* report,
                   std::vector<std::pair<int128, Kept>>* out) {
   for (const SyncExchange& e : session.exchanges) {
     const int128 rtt =
@@ -100,9 +108,9 @@ void CollectValid(const SyncSession& session, CorrectionReport* report,
       ++report->invalid_exchanges;
       continue;
     }
-    out->push_back({rtt, Kept{static_cast<int128>(e.local_send_ns) +
-                                  e.local_receive_ns,
-                              e.master_ns, session.id}});
+    out->push_back(
+        {rtt, Kept{static_cast<int128>(e.local_send_ns) + e.local_receive_ns,
+                   e.master_ns, session_index}});
   }
 }
 
@@ -112,8 +120,9 @@ std::vector<Kept> DropSlow(std::vector<std::pair<int128, Kept>> valid,
                            double slow_fraction, CorrectionReport* report) {
   const int64_t drop =
       SlowCount(static_cast<int64_t>(valid.size()), slow_fraction);
-  std::stable_sort(valid.begin(), valid.end(),
-                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::stable_sort(
+      valid.begin(), valid.end(),
+      [](const auto& a, const auto& b) { return a.first < b.first; });
   valid.resize(valid.size() - static_cast<size_t>(drop));
   report->slow_exchanges_dropped += drop;
   std::vector<Kept> kept;
@@ -127,11 +136,12 @@ std::vector<PointSums> CondenseToSums(absl::Span<const SyncSession> sessions,
                                       CorrectionReport* report) {
   std::vector<PointSums> points;
   std::vector<std::pair<int128, Kept>> valid;
-  for (const SyncSession& session : sessions) {
+  for (size_t i = 0; i < sessions.size(); ++i) {
+    const SyncSession& session = sessions[i];
     ++report->sessions;
     report->exchanges += static_cast<int64_t>(session.exchanges.size());
     valid.clear();
-    CollectValid(session, report, &valid);
+    CollectValid(session, i, report, &valid);
     if (valid.empty()) {
       report->empty_sessions.push_back(session.id);
       continue;
@@ -155,17 +165,16 @@ std::vector<PointSums> CondenseToSums(absl::Span<const SyncSession> sessions,
 std::vector<CondensedPoint> CleanKnots(std::vector<PointSums> sums,
                                        CorrectionReport* report) {
   // Sessions whose local time is below an earlier session's.
-  for (size_t i = 1, max = 0; i < sums.size(); ++i) {
-    if (sums[i].Compare(sums[max]) < 0) {
+  for (size_t i = 1, latest = 0; i < sums.size(); ++i) {
+    if (sums[i].Compare(sums[latest]) < 0) {
       report->out_of_order_sessions.push_back(sums[i].session_id);
     } else {
-      max = i;
+      latest = i;
     }
   }
-  std::stable_sort(sums.begin(), sums.end(),
-                   [](const PointSums& a, const PointSums& b) {
-                     return a.Compare(b) < 0;
-                   });
+  std::stable_sort(
+      sums.begin(), sums.end(),
+      [](const PointSums& a, const PointSums& b) { return a.Compare(b) < 0; });
   std::vector<PointSums> merged;
   for (const PointSums& s : sums) {
     if (!merged.empty() && merged.back().Compare(s) == 0) {
@@ -189,12 +198,13 @@ std::vector<CondensedPoint> CleanKnots(std::vector<PointSums> sums,
     z[i] = DifferenceNs(points[i].global, points[0].global) -
            kMinRate * DifferenceNs(points[i].local, points[0].local);
   }
-  std::vector<size_t> tails;  // tails[k]: last index of the best chain of length k+1
+  std::vector<size_t>
+      tails;  // tails[k]: last index of the best chain of length k+1
   std::vector<ptrdiff_t> previous(points.size(), -1);
   for (size_t i = 0; i < points.size(); ++i) {
-    const auto pos = std::lower_bound(
-        tails.begin(), tails.end(), z[i],
-        [&z](size_t t, double value) { return z[t] < value; });
+    const auto pos =
+        std::lower_bound(tails.begin(), tails.end(), z[i],
+                         [&z](size_t t, double value) { return z[t] < value; });
     if (pos != tails.begin()) previous[i] = static_cast<ptrdiff_t>(*(pos - 1));
     if (pos == tails.end()) {
       tails.push_back(i);
@@ -328,19 +338,20 @@ std::unique_ptr<PostmortemCorrection> Build(std::vector<Piece> pieces,
   std::tie(report.min_rate, report.max_rate) = RateRange(pieces, knots);
   report.knots = static_cast<int64_t>(knots.size());
   return std::make_unique<PostmortemCorrection>(
-      std::move(pieces), std::move(starts), std::move(knots), std::move(report));
+      std::move(pieces), std::move(starts), std::move(knots),
+      std::move(report));
 }
 
 std::unique_ptr<PostmortemCorrection> MakeLinear(
     absl::Span<const SyncSession> sessions, const PostmortemOptions& options,
     CorrectionReport report) {
   std::vector<std::pair<int128, Kept>> valid;
-  for (const SyncSession& session : sessions) {
+  for (size_t i = 0; i < sessions.size(); ++i) {
     ++report.sessions;
-    report.exchanges += static_cast<int64_t>(session.exchanges.size());
+    report.exchanges += static_cast<int64_t>(sessions[i].exchanges.size());
     const size_t before = valid.size();
-    CollectValid(session, &report, &valid);
-    if (valid.size() == before) report.empty_sessions.push_back(session.id);
+    CollectValid(sessions[i], i, &report, &valid);
+    if (valid.size() == before) report.empty_sessions.push_back(sessions[i].id);
   }
   if (valid.empty()) return nullptr;
   const std::vector<Kept> kept =
@@ -348,22 +359,24 @@ std::unique_ptr<PostmortemCorrection> MakeLinear(
   report.exchanges_used = static_cast<int64_t>(kept.size());
 
   PointSums sums;
-  sums.session_id = kept.front().session_id;
-  size_t sessions_used = 0;
-  for (size_t i = 0; i < kept.size(); ++i) {
-    sums.sum_two_x += kept[i].two_x;
-    sums.sum_m += kept[i].m;
+  size_t first_session = kept.front().session_index;
+  bool several_sessions = false;
+  for (const Kept& k : kept) {
+    sums.sum_two_x += k.two_x;
+    sums.sum_m += k.m;
     ++sums.n;
-    if (i == 0 || kept[i].session_id != kept[i - 1].session_id) ++sessions_used;
+    first_session = std::min(first_session, k.session_index);
+    several_sessions |= k.session_index != kept.front().session_index;
   }
+  sums.session_id = sessions[first_session].id;
   const CondensedPoint centroid = sums.ToPoint();
   // Centred sums: deviations from the centroid are small, exact doubles.
   long double sxx = 0;
   long double sxy = 0;
   for (const Kept& k : kept) {
     const double dx =
-        static_cast<double>(k.two_x - 2 * static_cast<int128>(
-                                              centroid.local.whole_ns)) /
+        static_cast<double>(k.two_x -
+                            2 * static_cast<int128>(centroid.local.whole_ns)) /
             2 -
         centroid.local.frac_ns;
     const double dy = static_cast<double>(k.m - centroid.global.whole_ns) -
@@ -371,10 +384,9 @@ std::unique_ptr<PostmortemCorrection> MakeLinear(
     sxx += static_cast<long double>(dx) * dx;
     sxy += static_cast<long double>(dx) * dy;
   }
-  // `kept` is sorted by round trip, so sessions_used over-counts sessions
-  // whose exchanges interleave; it is only compared with 1.
+  // One session (a burst) cannot tell a rate: offset only.
   double slope = 1.0;
-  if (sessions_used < 2 || sxx <= 0) {
+  if (!several_sessions || sxx <= 0) {
     report.offset_only = true;
   } else {
     slope = static_cast<double>(sxy / sxx);
@@ -395,9 +407,9 @@ std::unique_ptr<PostmortemCorrection> MakeFromKnots(
   std::vector<CondensedPoint> knots = CleanKnots(std::move(sums), &report);
   if (knots.size() == 1) {
     report.offset_only = true;
-    return Build({Line(knots[0], 1.0)}, std::move(knots), std::move(report));
+    std::vector<Piece> line = {Line(knots[0], 1.0)};
+    return Build(std::move(line), std::move(knots), std::move(report));
   }
-  std::vector<double> tangents;
   std::vector<Piece> pieces;
   if (method == CorrectionMethod::kSpline) {
     pieces = HermitePieces(knots, SplineTangents(knots));
@@ -416,8 +428,8 @@ std::unique_ptr<PostmortemCorrection> MakeFromKnots(
 std::string Ids(const std::vector<int64_t>& ids) {
   constexpr size_t kShown = 5;
   std::string out = absl::StrJoin(
-      ids.begin(), ids.begin() + static_cast<ptrdiff_t>(std::min(ids.size(), kShown)),
-      " ");
+      ids.begin(),
+      ids.begin() + static_cast<ptrdiff_t>(std::min(ids.size(), kShown)), " ");
   if (ids.size() > kShown) absl::StrAppend(&out, " ...");
   return out;
 }
@@ -436,7 +448,7 @@ inline int64_t Evaluate(const Piece& p, int64_t x) {
   const double u = static_cast<double>(d) - p.x_anchor.frac_ns;
   double v = p.y_anchor.frac_ns + u * (p.c1 + u * (p.c2 + u * p.c3)) + 0.5;
   v = std::min(std::max(v, -kLimit), kLimit);
-  int64_t rounded = static_cast<int64_t>(v);      // toward zero
+  int64_t rounded = static_cast<int64_t>(v);            // toward zero
   rounded -= v < static_cast<double>(rounded) ? 1 : 0;  // floor
   int64_t out;
   if (__builtin_add_overflow(p.y_anchor.whole_ns, rounded, &out)) {
@@ -475,9 +487,9 @@ absl::StatusOr<CorrectionMethod> ParseCorrectionMethod(absl::string_view name) {
         CorrectionMethod::kPiecewiseLinear}) {
     if (name == CorrectionMethodName(method)) return method;
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown correction method '", name,
-      "' (expected linear, spline or piecewise)"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown correction method '", name,
+                   "' (expected linear, spline or piecewise)"));
 }
 
 double DifferenceNs(const SplitNs& a, const SplitNs& b) {
@@ -520,7 +532,8 @@ std::string CorrectionReport::ToString() const {
     absl::StrAppend(&out, "; fitted slope <= ", kMinRate, " rejected");
   }
   if (offset_only) absl::StrAppend(&out, "; OFFSET ONLY");
-  absl::StrAppend(&out, absl::StrFormat("; rate %.9f..%.9f", min_rate, max_rate));
+  absl::StrAppend(&out,
+                  absl::StrFormat("; rate %.9f..%.9f", min_rate, max_rate));
   return out;
 }
 

@@ -182,7 +182,8 @@ class PostmortemCorrection final : public Correction {
   // one everything from starts_ns.back() on. Requires
   // pieces.size() == starts_ns.size() + 1, starts_ns non-decreasing.
   // Normally built by MakeCorrection.
-  PostmortemCorrection(std::vector<Piece> pieces, std::vector<int64_t> starts_ns,
+  PostmortemCorrection(std::vector<Piece> pieces,
+                       std::vector<int64_t> starts_ns,
                        std::vector<CondensedPoint> knots,
                        CorrectionReport report);
 
