@@ -7,6 +7,7 @@
 //   FIGURE estimator_ns_per_sample_300k <ns> ns
 //   FIGURE estimator_speedup_vs_naive_300k <ratio> x
 //   FIGURE estimator_bytes_per_sample <bytes> B
+//   FIGURE adaptive_estimator_ns_per_sample_300k <ns> ns   (4 windows)
 //
 // Run: bazel run -c opt //hull:estimator_benchmark
 
@@ -19,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "hull/adaptive_estimator.h"
 #include "hull/estimator.h"
 #include "hull/separation.h"
 #include "hull/sliding_hull.h"
@@ -82,6 +84,21 @@ void BM_TwoHull(benchmark::State& state) {
       est.lower_hull_vertices() + est.upper_hull_vertices());
 }
 BENCHMARK(BM_TwoHull)->Arg(300)->Arg(3'000)->Arg(30'000)->Arg(300'000);
+
+// The adaptive window (4 levels: W, W/2, W/4, W/8) on the same stream.
+void BM_Adaptive(benchmark::State& state) {
+  AdaptiveConfig config;
+  config.base = ConfigFor(state.range(0));
+  AdaptiveWindowEstimator est(config);
+  SampleStream stream;
+  for (int64_t i = 0; i < 2 * state.range(0); ++i) est.Add(stream.Next());
+  for (auto _ : state) {
+    const ProbeSample s = stream.Next();
+    est.Add(s);
+    benchmark::DoNotOptimize(est.Estimate(s.t4_ns));
+  }
+}
+BENCHMARK(BM_Adaptive)->Arg(300'000);
 
 // The baseline: keep the window's samples; per sample, rebuild both hulls
 // with a monotone chain over the whole window and solve.
@@ -170,6 +187,11 @@ int main(int argc, char** argv) {
     }
     std::printf("FIGURE estimator_bytes_per_sample %.1f B\n",
                 reporter.counters_["BM_TwoHull/300000/bytes_per_sample"]);
+    const auto adaptive = t.find("BM_Adaptive/300000");
+    if (adaptive != t.end()) {
+      std::printf("FIGURE adaptive_estimator_ns_per_sample_300k %.1f ns\n",
+                  adaptive->second);
+    }
   }
   return 0;
 }

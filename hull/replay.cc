@@ -90,10 +90,10 @@ bool ParseSamplesCsv(std::istream& in, const std::string& name,
 }
 
 ReplaySummary Replay(const std::vector<ReplaySample>& samples,
-                     const EstimatorConfig& config, int64_t warmup_ns,
+                     const AdaptiveConfig& config, int64_t warmup_ns,
                      std::ostream* out) {
   ReplaySummary summary;
-  TwoHullEstimator est(config);
+  AdaptiveWindowEstimator est(config);
   if (out != nullptr) *out << "t4,estimate_ns,earliest_ns,latest_ns\n";
   double sum_sq = 0, sum_half_width = 0;
   for (const ReplaySample& r : samples) {

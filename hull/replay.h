@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "hull/adaptive_estimator.h"
 #include "hull/estimator.h"
 
 namespace clocksync::hull {
@@ -45,11 +46,12 @@ struct ReplaySummary {
   double mean_bound_half_width_ns = 0;
 };
 
-// Feeds the samples in order; after each writes the estimate at its t4 to
-// `out` (if not null). Accuracy counts rows whose t4 is at least `warmup_ns`
-// after the first sample's t4.
+// Feeds the samples in order to an AdaptiveWindowEstimator (levels = 1: a
+// fixed window); after each writes the estimate at its t4 to `out` (if not
+// null). Accuracy counts rows whose t4 is at least `warmup_ns` after the
+// first sample's t4.
 ReplaySummary Replay(const std::vector<ReplaySample>& samples,
-                     const EstimatorConfig& config, int64_t warmup_ns,
+                     const AdaptiveConfig& config, int64_t warmup_ns,
                      std::ostream* out);
 
 }  // namespace clocksync::hull

@@ -17,7 +17,10 @@ ABSL_FLAG(std::string, input, "",
 ABSL_FLAG(std::string, output, "",
           "Where to write t4,estimate_ns,earliest_ns,latest_ns rows "
           "(default: standard output).");
-ABSL_FLAG(double, window_s, 300, "Sliding window, seconds.");
+ABSL_FLAG(double, window_s, 300, "Sliding window, seconds (the longest).");
+ABSL_FLAG(int, levels, 4,
+          "Adaptive window: run windows window_s / 2^k, k < levels, and "
+          "answer from the best predictor; 1 = fixed window.");
 ABSL_FLAG(double, wander_ppb_per_sqrt_s, 1.0,
           "Frequency random walk the bound tolerates (0: exact bound for a "
           "linear clock).");
@@ -40,13 +43,14 @@ int main(int argc, char** argv) {
     std::cerr << "replay: --input is required (see --help)\n";
     return 2;
   }
-  clocksync::hull::EstimatorConfig config;
-  config.window_ns =
+  clocksync::hull::AdaptiveConfig config;
+  config.base.window_ns =
       static_cast<int64_t>(absl::GetFlag(FLAGS_window_s) * 1e9);
-  config.wander_ppb_per_sqrt_s = absl::GetFlag(FLAGS_wander_ppb_per_sqrt_s);
-  config.max_round_trip_ns =
+  config.base.wander_ppb_per_sqrt_s = absl::GetFlag(FLAGS_wander_ppb_per_sqrt_s);
+  config.base.max_round_trip_ns =
       static_cast<int64_t>(absl::GetFlag(FLAGS_max_round_trip_s) * 1e9);
-  const std::string invalid = clocksync::hull::ValidateConfig(config);
+  config.levels = absl::GetFlag(FLAGS_levels);
+  const std::string invalid = clocksync::hull::ValidateAdaptiveConfig(config);
   if (!invalid.empty()) {
     std::cerr << "replay: bad option: " << invalid << "\n";
     return 2;

@@ -59,8 +59,9 @@ TEST(ReplayTest, RowsEmptyUntilSynchronizedThenBounded) {
                  t1 + 210 + offset});
   }
   std::ostringstream out;
-  EstimatorConfig c;
-  c.wander_ppb_per_sqrt_s = 0;
+  AdaptiveConfig c;
+  c.base.wander_ppb_per_sqrt_s = 0;
+  c.levels = 1;
   const ReplaySummary s = Replay(v, c, 0, &out);
   std::istringstream lines(out.str());
   std::string line;

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs what the build needs (deploy/setup.sh), then runs every test:
+#   1. bazel test //...                       (all unit, scenario, integration)
+#   2. the same under AddressSanitizer        (--config=asan)
+#   3. concurrent code under ThreadSanitizer  (--config=tsan, tests tagged tsan)
+# Exits non-zero when anything fails. Set CLOCKSYNC_SKIP_SANITIZERS=1 to run
+# step 1 only.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+deploy/setup.sh
+
+echo "== bazel test //..."
+bazel test //...
+
+if [[ "${CLOCKSYNC_SKIP_SANITIZERS:-0}" != 1 ]]; then
+  echo "== bazel test --config=asan //..."
+  bazel test --config=asan //...
+  echo "== bazel test --config=tsan (tests tagged tsan)"
+  # tsan's shadow memory needs the classic address-space layout on kernels
+  # with high mmap randomization.
+  bazel test --config=tsan --test_tag_filters=tsan --run_under="setarch -R" //...
+fi
+echo "== all tests passed"
