@@ -20,7 +20,8 @@ if [[ "${CLOCKSYNC_SKIP_SANITIZERS:-0}" != 1 ]]; then
   # with high mmap randomization.
   # (exit status 4 = no test carries the tag: nothing to run)
   status=0
-  bazel test --config=tsan --test_tag_filters=tsan --run_under="setarch -R" //... ||
+  bazel test --config=tsan --test_tag_filters=tsan --build_tests_only \
+    --run_under="setarch -R" //... ||
     status=$?
   if [[ $status -ne 0 && $status -ne 4 ]]; then exit "$status"; fi
 fi
