@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <mutex>
 #include <utility>
@@ -65,8 +66,8 @@ int OpenAndCheck(const std::string& path, CheckedFile* file,
   };
   struct stat st;
   if (fstat(fd, &st) != 0) {
-    return fail(CLOCKSYNC_EIO, absl::StrCat("CLOCKSYNC_EIO: cannot stat ",
-                                            path, ": ", ErrnoText(errno)));
+    return fail(CLOCKSYNC_EIO, absl::StrCat("CLOCKSYNC_EIO: cannot stat ", path,
+                                            ": ", ErrnoText(errno)));
   }
   if (!S_ISREG(st.st_mode)) {
     return fail(CLOCKSYNC_EBADMAGIC,
@@ -76,8 +77,8 @@ int OpenAndCheck(const std::string& path, CheckedFile* file,
   }
   if (st.st_size < static_cast<off_t>(sizeof(clocksync_shm))) {
     return fail(CLOCKSYNC_EBADSIZE,
-                absl::StrCat("CLOCKSYNC_EBADSIZE: ", path, " has ",
-                             st.st_size, " bytes, a clocksync segment has ",
+                absl::StrCat("CLOCKSYNC_EBADSIZE: ", path, " has ", st.st_size,
+                             " bytes, a clocksync segment has ",
                              sizeof(clocksync_shm)));
   }
   // The header is immutable once the writer renamed the file into place.
@@ -95,13 +96,13 @@ int OpenAndCheck(const std::string& path, CheckedFile* file,
                                 path, header.magic, CLOCKSYNC_SHM_MAGIC));
   }
   if (header.layout_version != CLOCKSYNC_SHM_LAYOUT_VERSION) {
-    return fail(CLOCKSYNC_EVERSION,
-                absl::StrCat("CLOCKSYNC_EVERSION: ", path,
-                             " has shared-memory layout version ",
-                             header.layout_version,
-                             ", this library reads version ",
-                             CLOCKSYNC_SHM_LAYOUT_VERSION,
-                             " (daemon and client library differ)"));
+    return fail(
+        CLOCKSYNC_EVERSION,
+        absl::StrCat("CLOCKSYNC_EVERSION: ", path,
+                     " has shared-memory layout version ",
+                     header.layout_version, ", this library reads version ",
+                     CLOCKSYNC_SHM_LAYOUT_VERSION,
+                     " (daemon and client library differ)"));
   }
   if (header.segment_size != sizeof(clocksync_shm) ||
       header.mapping_offset != offsetof(clocksync_shm, mapping)) {
@@ -251,6 +252,13 @@ TimeReading Clock::BusyReading() noexcept {
   return reading;
 }
 
+TimeReading Clock::AtRetrying(int64_t raw_ns) const noexcept {
+  MappingValues v;
+  if (!ReadSectionRetrying(&v)) return BusyReading();
+  if (NeedsSlowPath(v, raw_ns)) return AtSlow(raw_ns);
+  return internal::Evaluate(v, raw_ns, 0);
+}
+
 TimeReading Clock::AtSlow(int64_t raw_ns) const noexcept {
   MaybeRemap();
   MappingValues v;
@@ -261,13 +269,17 @@ TimeReading Clock::AtSlow(int64_t raw_ns) const noexcept {
   if (age_ns > stale_limit_ns_) {
     // Nobody has confirmed the mapping since its update: allow the local
     // oscillator to wander by stale_growth_ppb since then.
+    double extra_ns = static_cast<double>(age_ns) * stale_growth_ppb_ * 1e-9;
+    extra_ns = extra_ns < static_cast<double>(internal::kMaxBoundNs)
+                   ? extra_ns
+                   : static_cast<double>(internal::kMaxBoundNs);
     TimeReading reading = internal::Evaluate(
-        v, raw_ns, static_cast<double>(age_ns) * stale_growth_ppb_ * 1e-9);
+        v, raw_ns, static_cast<int64_t>(std::ceil(extra_ns)));
     reading.status |= CLOCKSYNC_STATUS_STALE;
     reading.error = CLOCKSYNC_ESTALE;
     return reading;
   }
-  TimeReading reading = internal::Evaluate(v, raw_ns, 0.0);
+  TimeReading reading = internal::Evaluate(v, raw_ns, 0);
   if ((v.status & CLOCKSYNC_STATUS_STATE_MASK) < CLOCKSYNC_STATE_SYNCED) {
     reading.error = CLOCKSYNC_ENOTSYNCED;
   }
@@ -296,8 +308,8 @@ void Clock::MaybeRemap() const noexcept {
   std::string message;  // only built on failure, which keeps the old map
   if (OpenAndCheck(r.path, &file, &message) != CLOCKSYNC_OK) return;
   // Replace the pages under the same address: readers never see a hole.
-  void* mapped = mmap(r.base, r.length, PROT_READ, MAP_SHARED | MAP_FIXED,
-                      file.fd, 0);
+  void* mapped =
+      mmap(r.base, r.length, PROT_READ, MAP_SHARED | MAP_FIXED, file.fd, 0);
   close(file.fd);
   if (mapped == MAP_FAILED) {
     // Older kernels may have removed the old mapping already; keep the

@@ -11,9 +11,10 @@
 // clock read, no allocation, no exception, no lock. They read the seqlocked
 // mapping with a bounded number of attempts and evaluate
 //   global = anchor_global + dt + dt * rate_adj,   dt = raw - anchor_raw
-//   bound  = bound_at_anchor + |dt| * bound_growth_ppb / 1e9 + 2 ns
-// (the 2 ns cover rounding the growth term up and truncating the rate term,
-// so the true global time is always inside [earliest, latest]).
+//   bound  = bound_at_anchor + |dt| * bound_growth
+// in integer fixed point (internal::Evaluate), rounding earliest down and
+// latest up, so the exact interval [global - bound, global + bound] is
+// always inside [earliest, latest] (at most 1 ns wider on each side).
 //
 // Unusual mappings take an out-of-line slow path:
 //  - stale (the mapping's last update lies more than stale_limit_ns before
@@ -38,7 +39,6 @@
 
 #include <time.h>
 
-#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -116,33 +116,62 @@ inline int64_t SaturatingSub(int64_t a, int64_t b) {
   return difference;
 }
 
-// The mapping evaluated at raw_ns, with `extra_bound_ns` added to the bound.
-// Pure arithmetic; error is left 0.
+// High 64 bits of the signed 128-bit product a * b, i.e. floor(a * b / 2^64):
+// one imul on x86-64.
+inline int64_t MulHigh(int64_t a, int64_t b) {
+  return static_cast<int64_t>((static_cast<__int128>(a) * b) >> 64);
+}
+
+// The mapping evaluated at raw_ns, with `extra_bound_ns` (0..2^61) added to
+// the bound. Pure arithmetic; error is left 0.
+//
+// Only one multiply lies between the clock reading and each result (the next
+// vDSO clock read waits for them); everything else is independent of raw_ns
+// and runs while the CPU waits for the clock:
+//   global   = anchor_global + dt + floor(dt * rate)
+//   earliest = anchor_global - b0 + dt + floor(dt * (rate -+ growth))
+//   latest   = anchor_global + b0 + 1 + dt + floor(dt * (rate +- growth))
+// with b0 = bound_at_anchor, rate = rate_adj_q64 / 2^64 and growth =
+// bound_growth_q36 / 2^36 (the sign of the growth term by the sign of dt,
+// so it widens both sides). All
+// of it is exact integer arithmetic: global is the exact value rounded down,
+// earliest the exact lower edge rounded down, latest the exact upper edge
+// rounded down plus 1 ns (so at least rounded up). Arithmetic wraps (never
+// undefined) for garbage from a broken writer; the edges saturate at the
+// int64 range. |dt| must stay below 2^61 ns (73 years).
 inline TimeReading Evaluate(const MappingValues& v, int64_t raw_ns,
-                            double extra_bound_ns) noexcept {
-  const int64_t dt_ns = WrapSub(raw_ns, v.anchor_raw_ns);
-  const double dt = static_cast<double>(dt_ns);
-  // Truncation of the rate term loses < 1 ns; the bound's +2 covers it.
-  const int64_t rate_term_ns = static_cast<int64_t>(dt * v.rate_adj);
-  const int64_t global_ns = static_cast<int64_t>(
-      static_cast<uint64_t>(v.anchor_global_ns) +
-      static_cast<uint64_t>(dt_ns) + static_cast<uint64_t>(rate_term_ns));
-  double growth_ns =
-      std::fabs(dt) * static_cast<double>(v.bound_growth_ppb) * 1e-9 +
+                            int64_t extra_bound_ns) noexcept {
+  const uint64_t rate_q64 = static_cast<uint64_t>(v.rate_adj_q64);
+  const uint64_t growth_q64 = uint64_t{v.bound_growth_q36} << 28;
+  const int64_t bound_ns =
+      (v.bound_at_anchor_ns < kMaxBoundNs ? v.bound_at_anchor_ns
+                                          : kMaxBoundNs) +
       extra_bound_ns;
-  // Also maps NaN (a broken writer) to the maximum.
-  if (!(growth_ns < static_cast<double>(kMaxBoundNs))) {
-    growth_ns = static_cast<double>(kMaxBoundNs);
+  const int64_t earliest_base_ns = SaturatingSub(v.anchor_global_ns, bound_ns);
+  const int64_t latest_base_ns =
+      SaturatingAdd(v.anchor_global_ns, bound_ns + 1);
+
+  const int64_t dt_ns = WrapSub(raw_ns, v.anchor_raw_ns);
+  uint64_t earliest_coef_q64;
+  uint64_t latest_coef_q64;
+  if (__builtin_expect(dt_ns >= 0, 1)) {
+    earliest_coef_q64 = rate_q64 - growth_q64;
+    latest_coef_q64 = rate_q64 + growth_q64;
+  } else {
+    earliest_coef_q64 = rate_q64 + growth_q64;
+    latest_coef_q64 = rate_q64 - growth_q64;
   }
-  const int64_t at_anchor_ns =
-      v.bound_at_anchor_ns < kMaxBoundNs ? v.bound_at_anchor_ns : kMaxBoundNs;
-  // Truncating growth_ns and adding 1 rounds it up; 1 more covers the
-  // truncated rate term of global_ns.
-  const int64_t bound_ns = at_anchor_ns + static_cast<int64_t>(growth_ns) + 2;
+  // base + dt runs beside each multiply, so one add follows it.
   TimeReading reading;
-  reading.global_ns = global_ns;
-  reading.earliest_ns = SaturatingSub(global_ns, bound_ns);
-  reading.latest_ns = SaturatingAdd(global_ns, bound_ns);
+  reading.global_ns = static_cast<int64_t>(
+      static_cast<uint64_t>(v.anchor_global_ns) + static_cast<uint64_t>(dt_ns) +
+      static_cast<uint64_t>(MulHigh(dt_ns, v.rate_adj_q64)));
+  reading.earliest_ns =
+      SaturatingAdd(SaturatingAdd(earliest_base_ns, dt_ns),
+                    MulHigh(dt_ns, static_cast<int64_t>(earliest_coef_q64)));
+  reading.latest_ns =
+      SaturatingAdd(SaturatingAdd(latest_base_ns, dt_ns),
+                    MulHigh(dt_ns, static_cast<int64_t>(latest_coef_q64)));
   reading.status = v.status;
   return reading;
 }
@@ -184,18 +213,13 @@ class Clock {
   // Global time at a host CLOCK_MONOTONIC_RAW reading raw_ns. Staleness is
   // judged by how far raw_ns lies after the mapping's last update.
   TimeReading At(int64_t raw_ns) const noexcept {
+    // `v` never leaves this function, so it lives in registers.
     MappingValues v;
-    if (__builtin_expect(!shm::TryReadSection(section_, &v), 0)) {
-      if (!ReadSectionRetrying(&v)) return BusyReading();
+    if (__builtin_expect(!shm::TryReadSectionForEvaluation(section_, &v), 0)) {
+      return AtRetrying(raw_ns);
     }
-    const bool stale =
-        internal::WrapSub(raw_ns, v.update_raw_ns) > stale_limit_ns_;
-    // Slow path for: stale, closed, or a state below SYNCED (0 or 1).
-    const bool unusual =
-        (v.status & CLOCKSYNC_STATUS_CLOSED) != 0 ||
-        (v.status & CLOCKSYNC_STATUS_STATE_MASK) < CLOCKSYNC_STATE_SYNCED;
-    if (__builtin_expect(stale | unusual, 0)) return AtSlow(raw_ns);
-    return internal::Evaluate(v, raw_ns, 0.0);
+    if (__builtin_expect(NeedsSlowPath(v, raw_ns), 0)) return AtSlow(raw_ns);
+    return internal::Evaluate(v, raw_ns, 0);
   }
 
   // A consistent copy of the mapping and the writer's identity. Returns 0 or
@@ -215,8 +239,20 @@ class Clock {
   Clock(const clocksync_shm_mapping* section, const ClockOptions& options,
         std::unique_ptr<Remapper> remapper);
 
+  // Stale, closed, or a state below SYNCED (0 or 1).
+  // Computed without short-circuit branches: one branch in the caller.
+  bool NeedsSlowPath(const MappingValues& v, int64_t raw_ns) const noexcept {
+    const bool stale =
+        internal::WrapSub(raw_ns, v.update_raw_ns) > stale_limit_ns_;
+    const bool closed = (v.status & CLOCKSYNC_STATUS_CLOSED) != 0;
+    const bool unsynced =
+        (v.status & CLOCKSYNC_STATUS_STATE_MASK) < CLOCKSYNC_STATE_SYNCED;
+    return stale | closed | unsynced;
+  }
   // Retries a read up to max_read_attempts_ - 1 more times.
   bool ReadSectionRetrying(MappingValues* out) const noexcept;
+  // At() after a first read attempt overlapped a write.
+  TimeReading AtRetrying(int64_t raw_ns) const noexcept;
   // The reading for a stale, closed or unsynced mapping.
   TimeReading AtSlow(int64_t raw_ns) const noexcept;
   // Looks at the path (rate-limited) and maps a new segment in place.

@@ -14,14 +14,17 @@
  *
  * Mapping semantics, for a host CLOCK_MONOTONIC_RAW reading raw_ns:
  *   dt_ns          = raw_ns - anchor_raw_ns
+ *   rate_adj       = rate_adj_q64 / 2^64        (global ns per raw ns) - 1
+ *   bound_growth   = bound_growth_q36 / 2^36    ns of bound per ns of |dt|
  *   global_ns      = anchor_global_ns + dt_ns + dt_ns * rate_adj
- *   error_bound_ns = bound_at_anchor_ns + |dt_ns| * bound_growth_ppb / 1e9
+ *   error_bound_ns = bound_at_anchor_ns + |dt_ns| * bound_growth
  *   earliest_ns    = global_ns - error_bound_ns
  *   latest_ns      = global_ns + error_bound_ns
- * rate_adj is a double, (global ns per raw ns) - 1, so 1e-9 is 1 ppb. A
- * double keeps ~1e-16 relative precision: over |dt| = 1000 s at 500 ppm the
- * term dt * rate_adj (5e8 ns) is exact to ~1e-7 ns. docs/SHM_LAYOUT.md has
- * the field-by-field description.
+ * Both coefficients are fixed point so that a reader evaluates the mapping
+ * with one 64x64->128-bit integer multiply per result and no conversion:
+ * rate_adj_q64 resolves 5.4e-20 (1 ppb = 18446744073.7 units), i.e. 5e-8 ns
+ * over 1000 s; bound_growth_q36 resolves 0.0146 ppb (the writer rounds up)
+ * and reaches 6.25e7 ppb. docs/SHM_LAYOUT.md describes every field.
  *
  * Seqlock protocol (one writer; any number of readers; all fields of the
  * mapping section are accessed atomically, so the protocol is data-race free
@@ -52,6 +55,7 @@
 
 #ifdef __cplusplus
 #include <atomic>
+#include <cmath>
 #include <cstddef>
 #include <type_traits>
 #define CLOCKSYNC_ALIGNAS_64 alignas(64)
@@ -63,6 +67,9 @@
 #define CLOCKSYNC_SHM_MAGIC UINT64_C(0x4D434E59534B4C43)
 /* Bumped on any incompatible change of the structs below. */
 #define CLOCKSYNC_SHM_LAYOUT_VERSION 1u
+/* Scales of the fixed-point coefficients (as doubles, for conversions). */
+#define CLOCKSYNC_RATE_ADJ_SCALE 18446744073709551616.0 /* 2^64 */
+#define CLOCKSYNC_BOUND_GROWTH_SCALE 68719476736.0      /* 2^36 */
 /* Where clocksyncd publishes by default (its --shm_path flag). */
 #define CLOCKSYNC_DEFAULT_SHM_PATH "/run/clocksyncd/clocksync.shm"
 
@@ -137,13 +144,14 @@ typedef struct clocksync_shm_mapping {
   int64_t anchor_raw_ns;
   /* Global time at the anchor point, in ns. */
   int64_t anchor_global_ns;
-  /* (Global ns per raw ns) - 1; positive when the local clock is slow. */
-  double rate_adj;
-  /* Half-width of [earliest, latest] at the anchor, in ns (>= 0). */
+  /* ((Global ns per raw ns) - 1) * 2^64, the drift; positive when the local
+   * clock is slow. 1 ppb = 18446744073.7; |value| <= 0.01 * 2^64. */
+  int64_t rate_adj_q64;
+  /* Half-width of [earliest, latest] at the anchor, in ns (0..2^61). */
   int64_t bound_at_anchor_ns;
-  /* Growth of the half-width per ns of |dt| from the anchor, in ppb; the
-   * daemon rounds it up to the next float. */
-  float bound_growth_ppb;
+  /* Growth of the half-width, ns per ns of |dt| from the anchor, * 2^36
+   * (1 unit = 0.0146 ppb); the daemon rounds it up. */
+  uint32_t bound_growth_q36;
   /* clocksync_state in bits 0..7, CLOCKSYNC_STATUS_* flags above. */
   uint16_t status;
   /* Depth of this node in the sync tree (0 = master). */
@@ -178,9 +186,9 @@ static_assert(offsetof(clocksync_shm_header, reserved) == 40);
 static_assert(offsetof(clocksync_shm_mapping, seq) == 0);
 static_assert(offsetof(clocksync_shm_mapping, anchor_raw_ns) == 8);
 static_assert(offsetof(clocksync_shm_mapping, anchor_global_ns) == 16);
-static_assert(offsetof(clocksync_shm_mapping, rate_adj) == 24);
+static_assert(offsetof(clocksync_shm_mapping, rate_adj_q64) == 24);
 static_assert(offsetof(clocksync_shm_mapping, bound_at_anchor_ns) == 32);
-static_assert(offsetof(clocksync_shm_mapping, bound_growth_ppb) == 40);
+static_assert(offsetof(clocksync_shm_mapping, bound_growth_q36) == 40);
 static_assert(offsetof(clocksync_shm_mapping, status) == 44);
 static_assert(offsetof(clocksync_shm_mapping, depth) == 46);
 static_assert(offsetof(clocksync_shm_mapping, update_raw_ns) == 48);
@@ -196,9 +204,9 @@ namespace clocksync {
 struct MappingValues {
   int64_t anchor_raw_ns = 0;
   int64_t anchor_global_ns = 0;
-  double rate_adj = 0.0;
+  int64_t rate_adj_q64 = 0;
   int64_t bound_at_anchor_ns = 0;
-  float bound_growth_ppb = 0.0f;
+  uint32_t bound_growth_q36 = 0;
   uint16_t status = CLOCKSYNC_STATE_UNSYNCED;
   uint16_t depth = 0;
   int64_t update_raw_ns = 0;
@@ -206,6 +214,28 @@ struct MappingValues {
 };
 
 namespace shm {
+
+// rate_adj ((global ns per raw ns) - 1; |rate_adj| < 0.5) in the layout's
+// fixed point, rounded to nearest.
+inline int64_t RateAdjToQ64(double rate_adj) {
+  return static_cast<int64_t>(
+      std::llround(rate_adj * CLOCKSYNC_RATE_ADJ_SCALE));
+}
+inline double RateAdjFromQ64(int64_t rate_adj_q64) {
+  return static_cast<double>(rate_adj_q64) / CLOCKSYNC_RATE_ADJ_SCALE;
+}
+
+// A bound growth in ppb (0 <= ppb < 6.25e7) in the layout's fixed point,
+// rounded up so that the published bound never understates the writer's.
+// The factor 1 + 2^-50 covers the rounding of the double arithmetic.
+inline uint32_t BoundGrowthPpbToQ36(double growth_ppb) {
+  return static_cast<uint32_t>(std::ceil(
+      growth_ppb * (CLOCKSYNC_BOUND_GROWTH_SCALE / 1e9) * (1.0 + 0x1p-50)));
+}
+inline double BoundGrowthQ36ToPpb(uint32_t bound_growth_q36) {
+  return static_cast<double>(bound_growth_q36) *
+         (1e9 / CLOCKSYNC_BOUND_GROWTH_SCALE);
+}
 
 // Atomic access to one field of a (possibly read-only) shared mapping.
 // std::atomic_ref on a naturally aligned, lock-free scalar is a plain mov on
@@ -245,9 +275,9 @@ inline void WriteSection(clocksync_shm_mapping* section,
   StoreRelaxed(section->seq, seq + 1);  // odd: write in progress
   StoreRelease(section->anchor_raw_ns, values.anchor_raw_ns);
   StoreRelease(section->anchor_global_ns, values.anchor_global_ns);
-  StoreRelease(section->rate_adj, values.rate_adj);
+  StoreRelease(section->rate_adj_q64, values.rate_adj_q64);
   StoreRelease(section->bound_at_anchor_ns, values.bound_at_anchor_ns);
-  StoreRelease(section->bound_growth_ppb, values.bound_growth_ppb);
+  StoreRelease(section->bound_growth_q36, values.bound_growth_q36);
   StoreRelease(section->status, values.status);
   StoreRelease(section->depth, values.depth);
   StoreRelease(section->update_raw_ns, values.update_raw_ns);
@@ -264,13 +294,30 @@ inline bool TryReadSection(const clocksync_shm_mapping* section,
   if (__builtin_expect(seq_before & 1, 0)) return false;
   out->anchor_raw_ns = LoadAcquire(section->anchor_raw_ns);
   out->anchor_global_ns = LoadAcquire(section->anchor_global_ns);
-  out->rate_adj = LoadAcquire(section->rate_adj);
+  out->rate_adj_q64 = LoadAcquire(section->rate_adj_q64);
   out->bound_at_anchor_ns = LoadAcquire(section->bound_at_anchor_ns);
-  out->bound_growth_ppb = LoadAcquire(section->bound_growth_ppb);
+  out->bound_growth_q36 = LoadAcquire(section->bound_growth_q36);
   out->status = LoadAcquire(section->status);
   out->depth = LoadAcquire(section->depth);
   out->update_raw_ns = LoadAcquire(section->update_raw_ns);
   out->generation = LoadAcquire(section->generation);
+  return LoadRelaxed(section->seq) == seq_before;
+}
+
+// As TryReadSection, but loads only what evaluating the mapping needs (not
+// depth and generation, which keep their values in *out): the readers' hot
+// path.
+inline bool TryReadSectionForEvaluation(const clocksync_shm_mapping* section,
+                                        MappingValues* out) noexcept {
+  const uint64_t seq_before = LoadAcquire(section->seq);
+  if (__builtin_expect(seq_before & 1, 0)) return false;
+  out->anchor_raw_ns = LoadAcquire(section->anchor_raw_ns);
+  out->anchor_global_ns = LoadAcquire(section->anchor_global_ns);
+  out->rate_adj_q64 = LoadAcquire(section->rate_adj_q64);
+  out->bound_at_anchor_ns = LoadAcquire(section->bound_at_anchor_ns);
+  out->bound_growth_q36 = LoadAcquire(section->bound_growth_q36);
+  out->status = LoadAcquire(section->status);
+  out->update_raw_ns = LoadAcquire(section->update_raw_ns);
   return LoadRelaxed(section->seq) == seq_before;
 }
 

@@ -37,16 +37,6 @@ size_t MappingLength() {
   return (sizeof(clocksync_shm) + page - 1) / page * page;
 }
 
-// The float nearest to `value` that is not below it, so that a published
-// bound growth never understates the writer's.
-float RoundUpToFloat(double value) {
-  float rounded = static_cast<float>(value);
-  if (static_cast<double>(rounded) < value) {
-    rounded = std::nextafter(rounded, HUGE_VALF);
-  }
-  return rounded;
-}
-
 }  // namespace
 
 ShmPublisher::ShmPublisher(std::string path, Options options,
@@ -93,8 +83,8 @@ absl::StatusOr<ShmPublisher> ShmPublisher::Open(const std::string& path,
   const int fd = mkostemp(temp_path.data(), O_CLOEXEC);
   if (fd < 0) {
     return absl::UnavailableError(
-        absl::StrCat("cannot create shared-memory file ", path,
-                     " (temporary ", temp_path, "): ", ErrnoText(errno)));
+        absl::StrCat("cannot create shared-memory file ", path, " (temporary ",
+                     temp_path, "): ", ErrnoText(errno)));
   }
   const size_t length = MappingLength();
   void* base = MAP_FAILED;
@@ -106,8 +96,8 @@ absl::StatusOr<ShmPublisher> ShmPublisher::Open(const std::string& path,
     close(fd);
     unlink(temp_path.c_str());
     return absl::UnavailableError(
-        absl::StrCat("cannot create shared-memory file ", path, ": ", step,
-                     " ", temp_path, ": ", reason));
+        absl::StrCat("cannot create shared-memory file ", path, ": ", step, " ",
+                     temp_path, ": ", reason));
   };
   // mkostemp creates 0600; readers of any user need to read it.
   if (fchmod(fd, 0644) != 0) return fail("fchmod");
@@ -170,7 +160,7 @@ absl::Status ShmPublisher::Publish(const Mapping& mapping) {
     return invalid("state ", static_cast<int>(mapping.state),
                    " is not UNSYNCED..HOLDOVER");
   }
-  if (!(std::fabs(mapping.rate_adj) <= 0.01)) {
+  if (!(std::fabs(mapping.rate_adj) <= kMaxRateAdj)) {
     return invalid("rate_adj ", mapping.rate_adj, " is not within +-0.01");
   }
   if (mapping.bound_at_anchor_ns < 0 ||
@@ -178,9 +168,10 @@ absl::Status ShmPublisher::Publish(const Mapping& mapping) {
     return invalid("bound_at_anchor_ns ", mapping.bound_at_anchor_ns,
                    " is not within [0, 2^61]");
   }
-  if (!(mapping.bound_growth_ppb >= 0.0 && mapping.bound_growth_ppb <= 1e9)) {
+  if (!(mapping.bound_growth_ppb >= 0.0 &&
+        mapping.bound_growth_ppb <= kMaxBoundGrowthPpb)) {
     return invalid("bound_growth_ppb ", mapping.bound_growth_ppb,
-                   " is not within [0, 1e9]");
+                   " is not within [0, 5e7]");
   }
   if (mapping.depth > UINT16_MAX) {
     return invalid("depth ", mapping.depth, " exceeds 65535");
@@ -188,9 +179,9 @@ absl::Status ShmPublisher::Publish(const Mapping& mapping) {
   MappingValues values;
   values.anchor_raw_ns = mapping.anchor_raw_ns;
   values.anchor_global_ns = mapping.anchor_global_ns;
-  values.rate_adj = mapping.rate_adj;
+  values.rate_adj_q64 = shm::RateAdjToQ64(mapping.rate_adj);
   values.bound_at_anchor_ns = mapping.bound_at_anchor_ns;
-  values.bound_growth_ppb = RoundUpToFloat(mapping.bound_growth_ppb);
+  values.bound_growth_q36 = shm::BoundGrowthPpbToQ36(mapping.bound_growth_ppb);
   values.status = static_cast<uint16_t>(
       mapping.state | (mapping.stepped ? CLOCKSYNC_STATUS_STEPPED : 0u));
   values.depth = static_cast<uint16_t>(mapping.depth);
@@ -206,15 +197,14 @@ void ShmPublisher::Close() {
   // Tell readers nobody updates this segment any more; they extrapolate the
   // last mapping and look for a successor's file.
   MappingValues closed = last_;
-  closed.status = static_cast<uint16_t>(closed.status |
-                                        CLOCKSYNC_STATUS_CLOSED);
+  closed.status =
+      static_cast<uint16_t>(closed.status | CLOCKSYNC_STATUS_CLOSED);
   closed.generation = ++generation_;
   shm::WriteSection(&shm_->mapping, closed);
   // Remove the file only if the path still names ours: a successor that
   // already renamed its file over the path keeps it.
   struct stat st;
-  if (stat(path_.c_str(), &st) == 0 && st.st_dev == dev_ &&
-      st.st_ino == ino_) {
+  if (stat(path_.c_str(), &st) == 0 && st.st_dev == dev_ && st.st_ino == ino_) {
     unlink(path_.c_str());
   }
   munmap(shm_, length_);

@@ -45,12 +45,13 @@ struct Mapping {
   // Global time at the anchor point, in ns.
   int64_t anchor_global_ns = 0;
   // (Global ns per raw ns) - 1, i.e. the drift; 1e-9 is 1 ppb. Positive
-  // when the local clock is slow. |rate_adj| <= 0.01.
+  // when the local clock is slow. |rate_adj| <= 0.01; published rounded to
+  // 2^-64.
   double rate_adj = 0.0;
   // Half-width of [earliest, latest] at the anchor, in ns; 0..2^61.
   int64_t bound_at_anchor_ns = 0;
-  // Growth of the half-width per ns away from the anchor, in ppb; stored
-  // rounded up to a float. 0..1e9.
+  // Growth of the half-width per ns away from the anchor, in ppb; 0..5e7;
+  // published rounded up to a multiple of 2^-36 ns/ns (0.0146 ppb).
   double bound_growth_ppb = 0.0;
   // Synchronization state (UNSYNCED..HOLDOVER).
   clocksync_state state = CLOCKSYNC_STATE_UNSYNCED;
@@ -69,8 +70,13 @@ class ShmPublisher {
     std::function<int64_t()> raw_clock_ns;
   };
 
-  // Half-width published before the first Publish() ("unknown"), in ns.
+  // Half-width published before the first Publish() ("unknown"), in ns;
+  // also the largest bound_at_anchor_ns accepted.
   static constexpr int64_t kUnknownBoundNs = int64_t{1} << 61;
+  // Largest |rate_adj| accepted: 1% (10^7 ppb), far beyond any oscillator.
+  static constexpr double kMaxRateAdj = 0.01;
+  // Largest bound_growth_ppb accepted (the layout holds up to 6.25e7 ppb).
+  static constexpr double kMaxBoundGrowthPpb = 5e7;
 
   // Creates the segment at `path` (mode 0644), replacing any file there.
   // The directory must exist. Errors name the path and the errno text.
