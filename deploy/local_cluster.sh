@@ -13,10 +13,14 @@
 # after the first 10 s (--json: {"nodes":[{"id","depth","rms_error_ns",
 # "max_abs_error_ns","bound_violations","checks"}]}). Every process it
 # started is stopped on exit, Ctrl-C included. --keep leaves the logs.
+# For tests: --no_build --bin_dir=DIR use prebuilt binaries; --detach
+# --work_dir=DIR starts the daemons, writes DIR/pids and DIR/monitor_flags,
+# and returns (the caller stops them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 nodes=7 duration=0 json=0 delay="" keep=0 interval="100ms" base_port=31900
+build=1 bin="" work="" detach=0
 for arg in "$@"; do
   case "$arg" in
     --nodes=*) nodes="${arg#*=}" ;;
@@ -26,17 +30,29 @@ for arg in "$@"; do
     --probe_interval=*) interval="${arg#*=}" ;;
     --base_port=*) base_port="${arg#*=}" ;;
     --keep) keep=1 ;;
-    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --no_build) build=0 ;;
+    --bin_dir=*) bin="${arg#*=}" ;;
+    --work_dir=*) work="${arg#*=}" ;;
+    --detach) detach=1 ;;
+    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "local_cluster.sh: unknown argument '$arg' (see --help)" >&2; exit 2 ;;
   esac
 done
 [[ "$nodes" =~ ^[0-9]+$ && "$nodes" -ge 2 && "$nodes" -le 50 ]] ||
   { echo "local_cluster.sh: --nodes must be 2..50, got '$nodes'" >&2; exit 2; }
 
-deploy/setup.sh >/dev/null
-bazel build -c opt //clocksyncd:clocksyncd //clocksyncd:cluster_monitor >&2
-bin="$(bazel info -c opt bazel-bin 2>/dev/null)/clocksyncd"
-work="$(mktemp -d /tmp/clocksync-cluster.XXXXXX)"
+if [[ $build == 1 ]]; then
+  deploy/setup.sh >/dev/null
+  bazel build -c opt //clocksyncd:clocksyncd //clocksyncd:cluster_monitor >&2
+  bin="$(bazel info -c opt bazel-bin 2>/dev/null)/clocksyncd"
+fi
+[[ -x "$bin/clocksyncd" && -x "$bin/cluster_monitor" ]] ||
+  { echo "local_cluster.sh: no clocksyncd or cluster_monitor in '$bin'" >&2; exit 2; }
+if [[ -z "$work" ]]; then
+  work="$(mktemp -d /tmp/clocksync-cluster.XXXXXX)"
+else
+  mkdir -p "$work"
+fi
 pids=()
 cleanup() {
   trap - EXIT INT TERM
@@ -44,8 +60,10 @@ cleanup() {
   for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
   if [[ $keep == 1 ]]; then echo "logs kept in $work" >&2; else rm -rf "$work"; fi
 }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+if [[ $detach == 0 ]]; then
+  trap cleanup EXIT
+  trap 'exit 130' INT TERM
+fi
 
 delay_flags=()
 [[ -n "$delay" ]] && delay_flags=(--inject_delay="$delay")
@@ -53,6 +71,7 @@ delay_flags=()
   --shm_path="$work/master.shm" --status_file="$work/master.status" \
   --probe_interval="$interval" >"$work/master.log" 2>&1 &
 pids+=($!)
+echo "master $!" >"$work/pids"
 specs=()
 for ((i = 1; i < nodes; i++)); do
   parent=$(( (i - 1) / 2 ))
@@ -67,9 +86,14 @@ for ((i = 1; i < nodes; i++)); do
     --clock_model="offset=${offset_ms}ms,frequency_ppm=$freq_ppm,wander=1,seed=$i" \
     "${delay_flags[@]}" >"$work/n$i.log" 2>&1 &
   pids+=($!)
+  echo "n$i $!" >>"$work/pids"
   specs+=("n$i:$depth:$work/n$i.shm:$work/n$i.status")
 done
 monitor_flags=(--master="$work/master.shm" --nodes="$(IFS=,; echo "${specs[*]}")")
+if [[ $detach == 1 ]]; then
+  printf '%s\n' "${monitor_flags[@]}" >"$work/monitor_flags"
+  exit 0
+fi
 [[ "$duration" != 0 ]] && monitor_flags+=(--duration_s="$duration")
 [[ $json == 1 ]] && monitor_flags+=(--json)
 "$bin/cluster_monitor" "${monitor_flags[@]}"

@@ -36,6 +36,7 @@ std::vector<uint32_t> BuildChain(const std::vector<Point>& points,
 std::string ValidateConfig(const EstimatorConfig& c) {
   if (c.window_ns <= 0) return "window_ns: must be positive";
   if (c.max_round_trip_ns <= 0) return "max_round_trip_ns: must be positive";
+  if (c.max_parent_bound_ns < 0) return "max_parent_bound_ns: must be >= 0";
   if (c.max_samples < 2) return "max_samples: must be at least 2";
   if (c.max_samples > (size_t{1} << 30)) {
     return "max_samples: must be at most 2^30";
@@ -73,6 +74,8 @@ const char* AddResultName(AddResult result) {
       return "rejected: round trip negative or over the maximum";
     case AddResult::kRejectedTimeBackwards:
       return "rejected: local time did not advance";
+    case AddResult::kRejectedParentBound:
+      return "rejected: parent bound negative or over the maximum";
   }
   return "?";
 }
@@ -139,6 +142,10 @@ AddResult TwoHullEstimator::Add(const ProbeSample& s) {
     ++stats_.rejected_round_trip;
     return AddResult::kRejectedRoundTrip;
   }
+  if (s.parent_bound_ns < 0 || s.parent_bound_ns > config_.max_parent_bound_ns) {
+    ++stats_.rejected_parent_bound;
+    return AddResult::kRejectedParentBound;
+  }
   if (have_last_ && (s.t1_ns <= last_t1_ || s.t4_ns <= last_t4_)) {
     ++stats_.rejected_time_backwards;
     return AddResult::kRejectedTimeBackwards;
@@ -155,9 +162,9 @@ AddResult TwoHullEstimator::Add(const ProbeSample& s) {
   // Offsets of hours and epoch timestamps: __int128 keeps the subtraction
   // exact; relative values fit int64 for any realistic input.
   const __int128 request_offset =
-      static_cast<__int128>(s.t2_ns) - s.t1_ns;
+      static_cast<__int128>(s.t2_ns) - s.t1_ns + s.parent_bound_ns;
   const __int128 response_offset =
-      static_cast<__int128>(s.t3_ns) - s.t4_ns;
+      static_cast<__int128>(s.t3_ns) - s.t4_ns - s.parent_bound_ns;
   if (!have_anchor_) {
     have_anchor_ = true;
     anchor_x_ = s.t1_ns;

@@ -48,11 +48,19 @@ namespace clocksync::hull {
 
 // One probe exchange; t1 and t4 local, t2 and t3 on the parent's global
 // timescale; all in integer ns.
+//
+// A parent that is not the master knows global time only within its own
+// bound: its t2 and t3 are within ± parent_bound_ns of the true global
+// time. The estimator widens the sample by that much (request point up,
+// response point down), so that its lines and bound are against the true
+// global time however the parent's time wiggles (bounds add up down the
+// tree, and a parent's corrections never make the hulls cross).
 struct ProbeSample {
   int64_t t1_ns;
   int64_t t2_ns;
   int64_t t3_ns;
   int64_t t4_ns;
+  int64_t parent_bound_ns = 0;
 };
 
 struct EstimatorConfig {
@@ -60,6 +68,8 @@ struct EstimatorConfig {
   int64_t window_ns = 300'000'000'000;
   // Samples whose round trip (t4 − t1) − (t3 − t2) exceeds this are dropped.
   int64_t max_round_trip_ns = 1'000'000'000;
+  // Samples whose parent bound exceeds this are dropped.
+  int64_t max_parent_bound_ns = 1'000'000'000;
   // Hard cap on samples kept, whatever their age (memory bound).
   size_t max_samples = size_t{1} << 22;
   // Frequency wander the bound tolerates: the standard deviation of a
@@ -92,6 +102,7 @@ enum class AddResult {
   kRejectedReplyBeforeRequest,  // t3 < t2.
   kRejectedRoundTrip,           // Round trip negative or over the maximum.
   kRejectedTimeBackwards,       // t1 or t4 not after the previous sample's.
+  kRejectedParentBound,         // parent_bound_ns negative or over the max.
 };
 const char* AddResultName(AddResult result);
 inline bool IsAccepted(AddResult r) {
@@ -116,6 +127,7 @@ struct EstimatorStats {
   uint64_t rejected_reply_before_request = 0;
   uint64_t rejected_round_trip = 0;
   uint64_t rejected_time_backwards = 0;
+  uint64_t rejected_parent_bound = 0;
   uint64_t inconsistencies = 0;
   int64_t last_inconsistency_local_ns = 0;  // t4 of the sample; 0 if none.
   uint64_t line_recomputations = 0;
@@ -123,7 +135,8 @@ struct EstimatorStats {
 
   uint64_t rejected() const {
     return rejected_receive_before_send + rejected_reply_before_request +
-           rejected_round_trip + rejected_time_backwards;
+           rejected_round_trip + rejected_time_backwards +
+           rejected_parent_bound;
   }
 };
 

@@ -1,0 +1,405 @@
+// Daemon: see daemon.h.
+
+#include "clocksyncd/daemon.h"
+
+#include <time.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <random>
+
+#include "client/clock.h"
+#include "clocksyncd/raw_clock.h"
+#include "spdlog/spdlog.h"
+
+namespace clocksync {
+namespace {
+
+clocksync_state ToShmState(hull::SyncState s) {
+  switch (s) {
+    case hull::SyncState::kUnsynced:
+      return CLOCKSYNC_STATE_UNSYNCED;
+    case hull::SyncState::kSynced:
+      return CLOCKSYNC_STATE_SYNCED;
+    case hull::SyncState::kRecovering:
+      return CLOCKSYNC_STATE_RECOVERING;
+  }
+  return CLOCKSYNC_STATE_UNSYNCED;
+}
+
+const char* StateName(clocksync_state s) {
+  switch (s) {
+    case CLOCKSYNC_STATE_SYNCED:
+      return "synced";
+    case CLOCKSYNC_STATE_RECOVERING:
+      return "recovering";
+    case CLOCKSYNC_STATE_HOLDOVER:
+      return "holdover";
+    default:
+      return "unsynced";
+  }
+}
+
+int64_t RealtimeNs() {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+}  // namespace
+
+// Global time of this node as its children see it: our own published
+// mapping, read back through the client library (the same numbers our
+// local applications read).
+class Daemon::PublishedTime : public daemon::GlobalTimeSource {
+ public:
+  PublishedTime(Clock clock, const std::atomic<uint32_t>* depth)
+      : clock_(std::move(clock)), depth_(depth) {}
+  daemon::ParentTime GlobalAt(int64_t raw_ns) const override {
+    const TimeReading r = clock_.At(raw_ns);
+    daemon::ParentTime t;
+    t.global_ns = r.global_ns;
+    t.depth = static_cast<uint8_t>(std::min<uint32_t>(depth_->load(), 255));
+    const bool usable = r.error == CLOCKSYNC_OK || r.error == CLOCKSYNC_ESTALE;
+    t.state = usable ? static_cast<uint8_t>(r.state())
+                     : static_cast<uint8_t>(CLOCKSYNC_STATE_UNSYNCED);
+    t.bound_ns = std::max(r.latest_ns - r.global_ns, r.global_ns - r.earliest_ns);
+    return t;
+  }
+
+ private:
+  Clock clock_;
+  const std::atomic<uint32_t>* depth_;
+};
+
+// This node's local clock: a model on top of the host's raw clock (tests),
+// local = raw + (model(raw − start) − (raw − start)).
+class Daemon::ModelClock : public daemon::LocalClock {
+ public:
+  ModelClock(hull::ModeledClock* model, int64_t start_raw_ns)
+      : model_(model), start_raw_ns_(start_raw_ns) {}
+  int64_t LocalAt(int64_t raw_ns) override {
+    return start_raw_ns_ + model_->LocalAt(raw_ns - start_raw_ns_);
+  }
+
+ private:
+  hull::ModeledClock* model_;
+  int64_t start_raw_ns_;
+};
+
+std::string ValidateDaemonConfig(const DaemonConfig& c) {
+  if (c.node_id.empty()) return "node_id: must not be empty";
+  if (c.master == !c.parent.empty()) {
+    return c.master ? "parent: a master has no parent"
+                    : "parent: required unless --master";
+  }
+  if (c.listen.empty()) return "listen: must not be empty";
+  if (c.shm_path.empty()) return "shm_path: must not be empty";
+  if (c.probe_interval_ns < 1'000'000 || c.probe_interval_ns > 60'000'000'000) {
+    return "probe_interval: must be between 1ms and 60s";
+  }
+  if (!(c.probe_jitter >= 0 && c.probe_jitter < 0.5)) {
+    return "probe_jitter: must be in [0, 0.5)";
+  }
+  const std::string estimator = hull::ValidateAdaptiveConfig(c.estimator);
+  if (!estimator.empty()) return "estimator " + estimator;
+  const std::string slew = ValidateSlewConfig(c.slew);
+  if (!slew.empty()) return slew;
+  if (c.holdover_after_ns < c.probe_interval_ns) {
+    return "holdover_after: must be at least the probe interval";
+  }
+  if (!c.enable_test_features) {
+    if (!c.clock_model.empty()) {
+      return "clock_model: a test feature; refused without "
+             "--enable_test_features";
+    }
+    if (!c.inject_delay.empty()) {
+      return "inject_delay: a test feature; refused without "
+             "--enable_test_features";
+    }
+  }
+  if (!c.clock_model.empty()) {
+    hull::ClockModelParams params;
+    const std::string error = hull::ParseClockModel(c.clock_model, &params);
+    if (!error.empty()) return "clock_model: " + error;
+  }
+  if (!c.inject_delay.empty()) {
+    daemon::DelayInjection delay;
+    std::string error;
+    if (!daemon::ParseDelayInjection(c.inject_delay, &delay, &error)) {
+      return "inject_delay: " + error;
+    }
+  }
+  return "";
+}
+
+Daemon::Daemon(const DaemonConfig& config)
+    : config_(config),
+      estimator_(config.estimator),
+      slewer_(config.slew) {}
+
+Daemon::~Daemon() {
+  Stop();
+  Shutdown();
+}
+
+int Daemon::probe_port() const { return responder_ ? responder_->port() : 0; }
+
+int64_t Daemon::LocalAt(int64_t raw_ns) {
+  return local_clock_->LocalAt(raw_ns);
+}
+
+absl::Status Daemon::Start() {
+  start_raw_ns_ = daemon::RawNowNs();
+  // Global time is Unix-epoch ns: anchor the master's raw clock to
+  // CLOCK_REALTIME once, at start.
+  realtime_offset_ns_ = RealtimeNs() - start_raw_ns_;
+  if (!config_.clock_model.empty()) {
+    hull::ClockModelParams params;
+    hull::ParseClockModel(config_.clock_model, &params);
+    model_.emplace(params);
+    local_clock_ = std::make_unique<ModelClock>(&*model_, start_raw_ns_);
+  } else {
+    local_clock_ = std::make_unique<daemon::IdentityClock>();
+  }
+  daemon::DelayInjection delay;
+  if (!config_.inject_delay.empty()) {
+    std::string error;
+    daemon::ParseDelayInjection(config_.inject_delay, &delay, &error);
+  }
+
+  absl::StatusOr<ShmPublisher> publisher = ShmPublisher::Open(config_.shm_path);
+  if (!publisher.ok()) return publisher.status();
+  publisher_.emplace(std::move(*publisher));
+  absl::StatusOr<Clock> self = Clock::Open(config_.shm_path);
+  if (!self.ok()) return self.status();
+  depth_ = config_.master ? 0 : 1;
+  depth_for_children_.store(depth_);
+  published_time_ =
+      std::make_unique<PublishedTime>(std::move(*self), &depth_for_children_);
+
+  daemon::ProbeResponder::Options responder_options;
+  responder_options.listen_address = config_.listen;
+  responder_options.node_id = NodeIdHash();
+  responder_options.time_source = published_time_.get();
+  responder_options.delay = delay;
+  absl::StatusOr<std::unique_ptr<daemon::ProbeResponder>> responder =
+      daemon::ProbeResponder::Create(responder_options);
+  if (!responder.ok()) return responder.status();
+  responder_ = std::move(*responder);
+
+  if (!config_.master) {
+    daemon::ProbeRequester::Options requester_options;
+    requester_options.parent_address = config_.parent;
+    requester_options.node_id = NodeIdHash();
+    requester_options.clock = local_clock_.get();
+    requester_options.delay = delay;
+    // A reply later than a few intervals is as good as lost.
+    requester_options.expiry_ns =
+        std::max<int64_t>(3 * config_.probe_interval_ns, 1'000'000'000);
+    absl::StatusOr<std::unique_ptr<daemon::ProbeRequester>> requester =
+        daemon::ProbeRequester::Create(requester_options);
+    if (!requester.ok()) return requester.status();
+    requester_ = std::move(*requester);
+  }
+  responder_thread_ = std::thread([this] {
+    const absl::Status served = responder_->Serve(responder_stop_);
+    if (!served.ok()) {
+      spdlog::error("probe responder stopped: {}", served.ToString());
+    }
+  });
+  spdlog::info("clocksyncd {}: {} , probes answered on port {}, mapping in {}",
+               config_.node_id,
+               config_.master ? "master (its clock is global time)"
+                              : "node, parent " + config_.parent,
+               responder_->port(), config_.shm_path);
+  return absl::OkStatus();
+}
+
+uint64_t Daemon::NodeIdHash() const {
+  return std::hash<std::string>()(config_.node_id);
+}
+
+void Daemon::Run() {
+  if (config_.master) {
+    RunMaster();
+  } else {
+    RunNode();
+  }
+  Shutdown();
+}
+
+void Daemon::RunMaster() {
+  while (!stop_.load()) {
+    const int64_t raw = daemon::RawNowNs();
+    PublishMaster(raw);
+    WriteStatus(raw);
+    std::this_thread::sleep_for(std::chrono::nanoseconds(config_.probe_interval_ns));
+  }
+}
+
+void Daemon::PublishMaster(int64_t raw_ns) {
+  // The master's global time is its local clock, anchored to Unix time.
+  const int64_t global = LocalAt(raw_ns) + realtime_offset_ns_;
+  const int64_t ahead = LocalAt(raw_ns + 1'000'000'000) + realtime_offset_ns_;
+  SlewTarget t;
+  t.raw_ns = raw_ns;
+  t.global_ns = global;
+  t.rate_adj = static_cast<double>(ahead - global) / 1e9 - 1;
+  t.earliest_ns = t.latest_ns = global;
+  t.state = CLOCKSYNC_STATE_SYNCED;
+  t.depth = 0;
+  const Mapping m = slewer_.Update(t);
+  const absl::Status status = publisher_->Publish(m);
+  if (!status.ok()) spdlog::error("publish failed: {}", status.ToString());
+  published_state_ = m.state;
+  ++stats_.publishes;
+}
+
+void Daemon::RunNode() {
+  std::mt19937_64 rng(NodeIdHash() ^ static_cast<uint64_t>(start_raw_ns_));
+  std::uniform_real_distribution<double> jitter(-config_.probe_jitter,
+                                                config_.probe_jitter);
+  int64_t next_probe = daemon::RawNowNs();
+  while (!stop_.load()) {
+    const int64_t now = daemon::RawNowNs();
+    if (now >= next_probe) {
+      const absl::Status sent = requester_->SendProbe();
+      if (!sent.ok() && raw_error_logs_++ < 10) {
+        spdlog::warn("{}: probe to {} not sent: {}", config_.node_id,
+                     config_.parent, sent.ToString());
+      }
+      next_probe = now + static_cast<int64_t>(config_.probe_interval_ns *
+                                              (1 + jitter(rng)));
+    }
+    const int timeout_ms = static_cast<int>(
+        std::clamp<int64_t>((next_probe - now) / 1'000'000, 0, 100));
+    const absl::StatusOr<int> polled =
+        requester_->Poll(timeout_ms, [&](const daemon::ProbeResult& reply) {
+      if (reply.parent_state == CLOCKSYNC_STATE_UNSYNCED ||
+          reply.parent_state == CLOCKSYNC_STATE_UNSPECIFIED) {
+        // The parent has no global time yet: its stamps mean nothing.
+        ++stats_.samples_from_unsynced_parent;
+        return;
+      }
+      hull::ProbeSample sample = reply.sample;
+      sample.parent_bound_ns = reply.parent_bound_ns;
+      if (hull::IsAccepted(estimator_.Add(sample))) {
+        ++stats_.samples_used;
+        last_reply_raw_ns_ = daemon::RawNowNs();
+        parent_bound_ns_ = reply.parent_bound_ns;
+        depth_ = reply.parent_depth + 1u;
+        depth_for_children_.store(depth_);
+      }
+    });
+    if (!polled.ok() && raw_error_logs_++ < 10) {
+      spdlog::warn("{}: receiving replies failed: {}", config_.node_id,
+                   polled.status().ToString());
+    }
+    const int64_t raw = daemon::RawNowNs();
+    PublishNode(raw);
+    WriteStatus(raw);
+  }
+}
+
+void Daemon::PublishNode(int64_t raw_ns) {
+  SlewTarget t;
+  t.raw_ns = raw_ns;
+  t.depth = depth_;
+  const hull::TimeEstimate now = estimator_.Estimate(LocalAt(raw_ns));
+  if (now.state == hull::SyncState::kUnsynced) {
+    t.state = CLOCKSYNC_STATE_UNSYNCED;
+  } else {
+    // Rate and bound growth of the estimate as seen from the raw clock,
+    // from its values 1 s and 10 s ahead (the bound's growth is convex:
+    // the secant over 10 s is an upper envelope up to then).
+    const hull::TimeEstimate in_1s =
+        estimator_.Estimate(LocalAt(raw_ns + 1'000'000'000));
+    const hull::TimeEstimate in_10s =
+        estimator_.Estimate(LocalAt(raw_ns + 10'000'000'000));
+    auto half = [](const hull::TimeEstimate& e) {
+      return std::max(e.latest_ns - e.global_ns, e.global_ns - e.earliest_ns);
+    };
+    t.global_ns = now.global_ns;
+    t.rate_adj = static_cast<double>(in_1s.global_ns - now.global_ns) / 1e9 - 1;
+    // The parent's bound is already in the estimate (each sample was
+    // widened by it), so bounds add up down the tree.
+    t.earliest_ns = now.earliest_ns;
+    t.latest_ns = now.latest_ns;
+    t.bound_growth_ppb =
+        std::max<double>(0, static_cast<double>(half(in_10s) - half(now)) / 10.0) +
+        std::fabs(static_cast<double>(in_10s.global_ns - now.global_ns) / 1e10 -
+                  1 - t.rate_adj) * 1e9;
+    t.state = ToShmState(now.state);
+    if (raw_ns - last_reply_raw_ns_ > config_.holdover_after_ns) {
+      t.state = CLOCKSYNC_STATE_HOLDOVER;
+    }
+    const uint64_t inconsistencies = estimator_.stats().inconsistencies;
+    t.jump_detected = inconsistencies != inconsistencies_seen_;
+    inconsistencies_seen_ = inconsistencies;
+  }
+  const Mapping m = slewer_.Update(t);
+  const absl::Status status = publisher_->Publish(m);
+  if (!status.ok()) spdlog::error("publish failed: {}", status.ToString());
+  if (m.state != published_state_) {
+    spdlog::info("{}: state {} -> {}{}", config_.node_id, StateName(published_state_),
+                 StateName(m.state), m.stepped ? " (stepped)" : "");
+  }
+  published_state_ = m.state;
+  published_bound_ns_ = m.bound_at_anchor_ns;
+  ++stats_.publishes;
+}
+
+void Daemon::WriteStatus(int64_t raw_ns) {
+  if (raw_ns >= next_log_raw_ns_) {
+    next_log_raw_ns_ = raw_ns + config_.log_interval_ns;
+    if (!config_.master) {
+      const hull::TimeEstimate e = estimator_.Estimate(LocalAt(raw_ns));
+      const auto& est = estimator_.selected();
+      spdlog::info(
+          "{}: {} depth {} offset {} ns drift {:.1f} ppb bound ±{} ns window "
+          "{} samples ({:.0f} s) sent {} answered {} lost {}",
+          config_.node_id, StateName(published_state_), depth_, e.offset_ns,
+          e.drift_ppb, published_bound_ns_, est.window_samples(),
+          est.window_span_ns() * 1e-9, requester_->counters().sent.load(),
+          requester_->counters().answered.load(),
+          requester_->counters().lost.load());
+    }
+  }
+  if (config_.status_file.empty() || raw_ns < next_status_raw_ns_) return;
+  next_status_raw_ns_ = raw_ns + 1'000'000'000;
+  const std::string tmp = config_.status_file + ".tmp";
+  FILE* f = std::fopen(tmp.c_str(), "w");
+  if (f == nullptr) return;
+  double drift_ppb = 0;
+  if (!config_.master) drift_ppb = estimator_.Estimate(LocalAt(raw_ns)).drift_ppb;
+  std::fprintf(f,
+               "node_id=%s state=%s depth=%u samples=%zu bound_ns=%lld "
+               "drift_ppb=%.1f\n",
+               config_.node_id.c_str(), StateName(published_state_), depth_,
+               config_.master ? size_t{0} : estimator_.selected().window_samples(),
+               static_cast<long long>(published_bound_ns_), drift_ppb);
+  std::fclose(f);
+  std::rename(tmp.c_str(), config_.status_file.c_str());
+}
+
+void Daemon::Shutdown() {
+  if (responder_thread_.joinable()) {
+    responder_stop_.store(true);
+    responder_thread_.join();
+  }
+  requester_.reset();
+  responder_.reset();
+  published_time_.reset();
+  if (publisher_) {
+    publisher_->Close();
+    publisher_.reset();
+    if (!config_.status_file.empty()) std::remove(config_.status_file.c_str());
+    spdlog::info("clocksyncd {}: stopped, {} removed", config_.node_id,
+                 config_.shm_path);
+  }
+}
+
+}  // namespace clocksync

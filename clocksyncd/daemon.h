@@ -1,0 +1,123 @@
+// Daemon: one clocksyncd node. A master publishes its own clock as global
+// time; any other node probes its parent continuously, feeds the samples to
+// the adaptive two-hull estimator, slews the result into the mapping it
+// publishes in shared memory, and answers its own children's probes with
+// that mapping (so global time and its bound flow down the tree).
+//
+// Lifecycle (chrony's main.c order): Start() opens the shared-memory
+// segment, the probe responder and, for a non-master, the probe requester;
+// Run() loops until Stop() (from a signal handler thread or a test) and then
+// shuts everything down in reverse order, removing the segment.
+//
+// Threads: the responder serves in its own thread; the sync loop runs in the
+// caller's. They share only the published mapping (through shared memory,
+// read back with the client library) and atomics.
+
+#ifndef CLOCKSYNC_CLOCKSYNCD_DAEMON_H_
+#define CLOCKSYNC_CLOCKSYNCD_DAEMON_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "absl/status/status.h"
+#include "clocksyncd/mapping_slewer.h"
+#include "clocksyncd/probe_transport.h"
+#include "clocksyncd/shm_publisher.h"
+#include "hull/adaptive_estimator.h"
+#include "hull/clock_model.h"
+
+namespace clocksync {
+
+struct DaemonConfig {
+  std::string node_id;
+  bool master = false;
+  std::string parent;                    // host:port of the parent's probes.
+  std::string listen = "0.0.0.0:3190";   // Where this node answers probes.
+  std::string shm_path = CLOCKSYNC_DEFAULT_SHM_PATH;
+  std::string status_file;               // Optional key=value status, 1 Hz.
+  int64_t probe_interval_ns = 100'000'000;
+  double probe_jitter = 0.1;             // ± fraction of the interval.
+  hull::AdaptiveConfig estimator;
+  SlewConfig slew;
+  // No answered probe for this long: holdover.
+  int64_t holdover_after_ns = 1'000'000'000;
+  int64_t log_interval_ns = 10'000'000'000;
+  // Test features: refused unless enable_test_features is set.
+  bool enable_test_features = false;
+  std::string clock_model;   // hull/clock_model.h spec: this node's local clock.
+  std::string inject_delay;  // probe_transport.h spec: delays outgoing packets.
+};
+
+// Empty when valid, else "flag: reason" naming the command-line flag.
+std::string ValidateDaemonConfig(const DaemonConfig& config);
+
+struct DaemonStats {
+  std::atomic<uint64_t> samples_used{0};
+  std::atomic<uint64_t> samples_from_unsynced_parent{0};
+  std::atomic<uint64_t> publishes{0};
+};
+
+class Daemon {
+ public:
+  explicit Daemon(const DaemonConfig& config);
+  ~Daemon();
+
+  // Opens the segment and sockets; errors name the path or address.
+  absl::Status Start();
+  // Runs the sync loop until Stop(); then shuts down in reverse order.
+  void Run();
+  // Safe from any thread.
+  void Stop() { stop_.store(true); }
+
+  // The UDP port probes are answered on (after Start()).
+  int probe_port() const;
+  const DaemonStats& stats() const { return stats_; }
+
+ private:
+  class PublishedTime;   // GlobalTimeSource over our own segment.
+  class ModelClock;      // LocalClock of a modeled clock.
+
+  void RunMaster();
+  void RunNode();
+  void PublishMaster(int64_t raw_ns);
+  void PublishNode(int64_t raw_ns);
+  void WriteStatus(int64_t raw_ns);
+  void Shutdown();
+  int64_t LocalAt(int64_t raw_ns);
+  uint64_t NodeIdHash() const;
+
+  DaemonConfig config_;
+  std::atomic<bool> stop_{false};
+  DaemonStats stats_;
+  int64_t start_raw_ns_ = 0;
+  int64_t realtime_offset_ns_ = 0;  // Master: global = raw + offset.
+  std::optional<hull::ModeledClock> model_;
+  std::unique_ptr<daemon::LocalClock> local_clock_;
+  std::optional<ShmPublisher> publisher_;
+  std::unique_ptr<PublishedTime> published_time_;
+  std::unique_ptr<daemon::ProbeResponder> responder_;
+  std::unique_ptr<daemon::ProbeRequester> requester_;
+  std::thread responder_thread_;
+  std::atomic<bool> responder_stop_{false};
+  hull::AdaptiveWindowEstimator estimator_;
+  MappingSlewer slewer_;
+  // Parent's side of the latest samples.
+  int64_t last_reply_raw_ns_ = 0;
+  int64_t parent_bound_ns_ = 0;
+  uint32_t depth_ = 0;
+  std::atomic<uint32_t> depth_for_children_{0};
+  uint64_t inconsistencies_seen_ = 0;
+  clocksync_state published_state_ = CLOCKSYNC_STATE_UNSYNCED;
+  int64_t published_bound_ns_ = 0;
+  int64_t next_log_raw_ns_ = 0;
+  int64_t next_status_raw_ns_ = 0;
+  int raw_error_logs_ = 0;  // Transport errors logged so far (first 10).
+};
+
+}  // namespace clocksync
+
+#endif  // CLOCKSYNC_CLOCKSYNCD_DAEMON_H_

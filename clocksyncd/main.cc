@@ -1,0 +1,134 @@
+// clocksyncd — the per-node clock synchronization daemon. main() parses and
+// validates the flags, then runs a Daemon until SIGINT or SIGTERM.
+
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+
+#include <iostream>
+#include <string>
+#include <thread>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/time/time.h"
+#include "clocksyncd/daemon.h"
+#include "spdlog/spdlog.h"
+#include "systemd/sd-daemon.h"
+
+ABSL_FLAG(std::string, node_id, "", "This node's name (unique in the tree).");
+ABSL_FLAG(bool, master, false, "This node's clock defines global time.");
+ABSL_FLAG(std::string, parent, "", "HOST:PORT of the parent's probe port.");
+ABSL_FLAG(std::string, listen, "0.0.0.0:3190",
+          "HOST:PORT where this node answers its children's probes.");
+ABSL_FLAG(std::string, shm_path, CLOCKSYNC_DEFAULT_SHM_PATH,
+          "Where to publish the local->global mapping (its directory must "
+          "exist).");
+ABSL_FLAG(std::string, status_file, "",
+          "Optional file rewritten every second with key=value status.");
+ABSL_FLAG(absl::Duration, probe_interval, absl::Milliseconds(100),
+          "Time between two probes to the parent (jittered by ±10%).");
+ABSL_FLAG(absl::Duration, window, absl::Seconds(300),
+          "Longest sliding window of samples.");
+ABSL_FLAG(int, window_levels, 4,
+          "Adaptive window: windows window/2^k for k < levels; 1 = fixed.");
+ABSL_FLAG(double, wander_ppb_per_sqrt_s, 1.0,
+          "Frequency random walk the error bound tolerates.");
+ABSL_FLAG(absl::Duration, max_round_trip, absl::Seconds(1),
+          "Probes with a longer round trip are discarded.");
+ABSL_FLAG(double, max_slew_ppm, 500, "Largest rate correction when slewing.");
+ABSL_FLAG(absl::Duration, slew_time, absl::Seconds(1),
+          "Time over which an offset correction is spread.");
+ABSL_FLAG(absl::Duration, step_threshold, absl::Milliseconds(1),
+          "After a detected jump, larger offsets are stepped.");
+ABSL_FLAG(absl::Duration, holdover_after, absl::Seconds(1),
+          "No answered probe for this long: holdover.");
+ABSL_FLAG(absl::Duration, log_interval, absl::Seconds(10),
+          "Time between two status lines in the log.");
+ABSL_FLAG(bool, enable_test_features, false,
+          "Allow --clock_model and --inject_delay (never in production).");
+ABSL_FLAG(std::string, clock_model, "",
+          "TEST ONLY: model this node's local clock on the host's raw clock, "
+          "e.g. offset=2s,frequency_ppm=-40,wander=1,step=120s:+2ms,seed=7.");
+ABSL_FLAG(std::string, inject_delay, "",
+          "TEST ONLY: delay outgoing probes and replies, e.g. "
+          "min=50us,mean=20us,seed=3.");
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "clocksyncd: keeps a global timescale across a tree of nodes and "
+      "publishes it in shared memory.\n"
+      "  master:  clocksyncd --master --node_id=m --listen=0.0.0.0:3190\n"
+      "  node:    clocksyncd --node_id=n1 --parent=10.0.0.1:3190 "
+      "--listen=0.0.0.0:3190\n");
+  absl::ParseCommandLine(argc, argv);
+  clocksync::DaemonConfig config;
+  config.node_id = absl::GetFlag(FLAGS_node_id);
+  config.master = absl::GetFlag(FLAGS_master);
+  config.parent = absl::GetFlag(FLAGS_parent);
+  config.listen = absl::GetFlag(FLAGS_listen);
+  config.shm_path = absl::GetFlag(FLAGS_shm_path);
+  config.status_file = absl::GetFlag(FLAGS_status_file);
+  config.probe_interval_ns =
+      absl::ToInt64Nanoseconds(absl::GetFlag(FLAGS_probe_interval));
+  config.estimator.base.window_ns =
+      absl::ToInt64Nanoseconds(absl::GetFlag(FLAGS_window));
+  config.estimator.levels = absl::GetFlag(FLAGS_window_levels);
+  config.estimator.base.wander_ppb_per_sqrt_s =
+      absl::GetFlag(FLAGS_wander_ppb_per_sqrt_s);
+  config.estimator.base.max_round_trip_ns =
+      absl::ToInt64Nanoseconds(absl::GetFlag(FLAGS_max_round_trip));
+  config.slew.max_slew_ppm = absl::GetFlag(FLAGS_max_slew_ppm);
+  config.slew.slew_time_ns = absl::ToInt64Nanoseconds(absl::GetFlag(FLAGS_slew_time));
+  config.slew.step_threshold_ns =
+      absl::ToInt64Nanoseconds(absl::GetFlag(FLAGS_step_threshold));
+  config.holdover_after_ns =
+      absl::ToInt64Nanoseconds(absl::GetFlag(FLAGS_holdover_after));
+  config.log_interval_ns = absl::ToInt64Nanoseconds(absl::GetFlag(FLAGS_log_interval));
+  config.enable_test_features = absl::GetFlag(FLAGS_enable_test_features);
+  config.clock_model = absl::GetFlag(FLAGS_clock_model);
+  config.inject_delay = absl::GetFlag(FLAGS_inject_delay);
+  if (config.node_id.empty()) config.node_id = config.master ? "master" : "";
+  const std::string invalid = clocksync::ValidateDaemonConfig(config);
+  if (!invalid.empty()) {
+    std::cerr << "clocksyncd: bad flag --" << invalid << "\n";
+    return 2;
+  }
+  if (config.enable_test_features) {
+    spdlog::warn("test features enabled (clock_model '{}', inject_delay '{}'): "
+                 "not for production", config.clock_model, config.inject_delay);
+  }
+  // SIGINT and SIGTERM are taken by a dedicated thread (sigwait), so the
+  // daemon's threads never run signal handlers.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  clocksync::Daemon daemon(config);
+  const absl::Status started = daemon.Start();
+  if (!started.ok()) {
+    std::cerr << "clocksyncd: " << started.ToString() << "\n";
+    return 1;
+  }
+  // Under systemd (Type=notify) this tells it we are up; elsewhere a no-op.
+  sd_notify(0, "READY=1");
+  std::atomic<bool> stopping{false};
+  std::thread signal_thread([&daemon, &stopping, signals] {
+    int signal = 0;
+    sigwait(&signals, &signal);
+    if (!stopping.load()) spdlog::info("signal {}: shutting down", signal);
+    daemon.Stop();
+  });
+  daemon.Run();
+  sd_notify(0, "STOPPING=1");
+  // Wake the signal thread if Run() ended on its own (the signal stays
+  // blocked, so it only ends the sigwait).
+  if (!stopping.exchange(true)) kill(getpid(), SIGTERM);
+  signal_thread.join();
+  return 0;
+}

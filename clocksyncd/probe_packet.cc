@@ -1,0 +1,142 @@
+// clocksyncd/probe_packet.cc: little-endian encoding and strict decoding of
+// probe packets (see probe_packet.h and docs/PROBE_PROTOCOL.md).
+
+#include "clocksyncd/probe_packet.h"
+
+namespace clocksync::daemon {
+namespace {
+
+static_assert(kProbeOffsetReserved == 66 && kProbePacketSize == 96,
+              "layout changed: update docs/PROBE_PROTOCOL.md");
+static_assert(static_cast<size_t>(DecodeStatus::kNegativeBound) + 1 ==
+                  kDecodeStatusCount,
+              "kDecodeStatusCount must count every DecodeStatus");
+
+// Byte-wise little-endian stores and loads: independent of host order and
+// alignment; compilers turn them into single moves on x86.
+void Store16(uint8_t* p, uint16_t v) {
+  p[0] = static_cast<uint8_t>(v);
+  p[1] = static_cast<uint8_t>(v >> 8);
+}
+
+void Store64(uint8_t* p, uint64_t v) {
+  for (int i = 0; i < 8; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+
+uint16_t Load16(const uint8_t* p) {
+  return static_cast<uint16_t>(p[0] | (p[1] << 8));
+}
+
+uint64_t Load64(const uint8_t* p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v |= static_cast<uint64_t>(p[i]) << (8 * i);
+  return v;
+}
+
+}  // namespace
+
+const char* DecodeStatusName(DecodeStatus status) {
+  switch (status) {
+    case DecodeStatus::kOk:
+      return "ok";
+    case DecodeStatus::kTruncated:
+      return "truncated";
+    case DecodeStatus::kOversized:
+      return "oversized";
+    case DecodeStatus::kBadMagic:
+      return "bad_magic";
+    case DecodeStatus::kUnsupportedVersion:
+      return "unsupported_version";
+    case DecodeStatus::kBadType:
+      return "bad_type";
+    case DecodeStatus::kNonzeroFlags:
+      return "nonzero_flags";
+    case DecodeStatus::kNonzeroReserved:
+      return "nonzero_reserved";
+    case DecodeStatus::kRequestWithReplyFields:
+      return "request_with_reply_fields";
+    case DecodeStatus::kBadParentState:
+      return "bad_parent_state";
+    case DecodeStatus::kNegativeBound:
+      return "negative_bound";
+  }
+  return "unknown";
+}
+
+size_t EncodeProbe(const ProbePacket& packet, uint8_t* out) {
+  for (size_t i = 0; i < 4; ++i) out[kProbeOffsetMagic + i] = kProbeMagic[i];
+  out[kProbeOffsetVersion] = kProbeVersion;
+  out[kProbeOffsetType] = static_cast<uint8_t>(packet.type);
+  Store16(out + kProbeOffsetFlags, packet.flags);
+  Store64(out + kProbeOffsetNonce, packet.nonce);
+  Store64(out + kProbeOffsetSenderId, packet.sender_id);
+  Store64(out + kProbeOffsetT1, static_cast<uint64_t>(packet.t1_ns));
+  Store64(out + kProbeOffsetT2, static_cast<uint64_t>(packet.t2_ns));
+  Store64(out + kProbeOffsetT3, static_cast<uint64_t>(packet.t3_ns));
+  Store64(out + kProbeOffsetParentBound,
+          static_cast<uint64_t>(packet.parent_bound_ns));
+  Store64(out + kProbeOffsetUpstreamId, packet.upstream_id);
+  out[kProbeOffsetParentState] = packet.parent_state;
+  out[kProbeOffsetParentDepth] = packet.parent_depth;
+  for (size_t i = kProbeOffsetReserved; i < kProbePacketSize; ++i) out[i] = 0;
+  return kProbePacketSize;
+}
+
+DecodeStatus DecodeProbe(const uint8_t* data, size_t len, ProbePacket* out) {
+  // Magic and version first (8 bytes), so that another version's packet is
+  // reported as such whatever its size.
+  if (len < 8) return DecodeStatus::kTruncated;
+  for (size_t i = 0; i < 4; ++i) {
+    if (data[kProbeOffsetMagic + i] != kProbeMagic[i]) {
+      return DecodeStatus::kBadMagic;
+    }
+  }
+  if (data[kProbeOffsetVersion] != kProbeVersion) {
+    return DecodeStatus::kUnsupportedVersion;
+  }
+  if (len < kProbePacketSize) return DecodeStatus::kTruncated;
+  if (len > kProbePacketSize) return DecodeStatus::kOversized;
+
+  const uint8_t type = data[kProbeOffsetType];
+  if (type != static_cast<uint8_t>(ProbeType::kRequest) &&
+      type != static_cast<uint8_t>(ProbeType::kReply)) {
+    return DecodeStatus::kBadType;
+  }
+  const uint16_t flags = Load16(data + kProbeOffsetFlags);
+  if (flags != 0) return DecodeStatus::kNonzeroFlags;
+  uint8_t reserved_or = 0;
+  for (size_t i = kProbeOffsetReserved; i < kProbePacketSize; ++i) {
+    reserved_or |= data[i];
+  }
+  if (reserved_or != 0) return DecodeStatus::kNonzeroReserved;
+
+  out->type = static_cast<ProbeType>(type);
+  out->flags = flags;
+  out->nonce = Load64(data + kProbeOffsetNonce);
+  out->sender_id = Load64(data + kProbeOffsetSenderId);
+  out->t1_ns = static_cast<int64_t>(Load64(data + kProbeOffsetT1));
+  out->t2_ns = static_cast<int64_t>(Load64(data + kProbeOffsetT2));
+  out->t3_ns = static_cast<int64_t>(Load64(data + kProbeOffsetT3));
+  out->parent_bound_ns =
+      static_cast<int64_t>(Load64(data + kProbeOffsetParentBound));
+  out->upstream_id = Load64(data + kProbeOffsetUpstreamId);
+  out->parent_state = data[kProbeOffsetParentState];
+  out->parent_depth = data[kProbeOffsetParentDepth];
+
+  if (out->type == ProbeType::kRequest) {
+    if (out->t2_ns != 0 || out->t3_ns != 0 || out->parent_bound_ns != 0 ||
+        out->upstream_id != 0 || out->parent_state != 0 ||
+        out->parent_depth != 0) {
+      return DecodeStatus::kRequestWithReplyFields;
+    }
+  } else {
+    if (out->parent_state < kProbeStateUnsynced ||
+        out->parent_state > kProbeStateHoldover) {
+      return DecodeStatus::kBadParentState;
+    }
+    if (out->parent_bound_ns < 0) return DecodeStatus::kNegativeBound;
+  }
+  return DecodeStatus::kOk;
+}
+
+}  // namespace clocksync::daemon

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Integration test: the 7-node local cluster (a master and a binary tree of
+# depth 2) on loopback, every node on its own modeled clock.
+#  1. 60 s: after the first 10 s every depth-1 node within 20 us of the
+#     master and every depth-2 node within 50 us at every check; no bound
+#     violation; every node synchronized.
+#  2. A depth-1 daemon is killed (SIGKILL): for 20 s its children hold over,
+#     their bounds still contain the master's time, and they say holdover.
+set -euo pipefail
+root="${TEST_SRCDIR}/${TEST_WORKSPACE}"
+bin="$root/clocksyncd"
+work="$TEST_TMPDIR/cluster"
+port=$((32000 + RANDOM % 2000))
+
+stop_all() {
+  [[ -f "$work/pids" ]] || return 0
+  while read -r _ pid; do kill -TERM "$pid" 2>/dev/null || true; done <"$work/pids"
+  while read -r _ pid; do wait "$pid" 2>/dev/null || true; done <"$work/pids"
+}
+trap stop_all EXIT
+
+"$root/deploy/local_cluster.sh" --no_build --bin_dir="$bin" --work_dir="$work" \
+  --detach --base_port="$port"
+mapfile -t flags <"$work/monitor_flags"
+
+echo "== phase 1: 60 s, all nodes"
+"$bin/cluster_monitor" "${flags[@]}" --duration_s=60 --warmup_s=10 --json \
+  >"$work/phase1.json"
+cat "$work/phase1.json"
+python3 - "$work/phase1.json" <<'PY'
+import json, sys
+nodes = json.load(open(sys.argv[1]))["nodes"]
+assert len(nodes) == 6, nodes
+bad = []
+for n in nodes:
+    limit = 20_000 if n["depth"] == 1 else 50_000
+    if n["checks"] < 40: bad.append(f'{n["id"]}: only {n["checks"]} checks')
+    if n["unsynced_checks"]: bad.append(f'{n["id"]}: {n["unsynced_checks"]} unsynchronized checks')
+    if n["max_abs_error_ns"] > limit: bad.append(f'{n["id"]}: max error {n["max_abs_error_ns"]} ns > {limit}')
+    if n["bound_violations"]: bad.append(f'{n["id"]}: {n["bound_violations"]} bound violations')
+if bad:
+    sys.exit("phase 1 failed:\n  " + "\n  ".join(bad))
+print("phase 1 ok")
+PY
+
+echo "== phase 2: kill n1 (depth 1); n3 and n4 hold over"
+n1_pid=$(awk '$1 == "n1" {print $2}' "$work/pids")
+kill -KILL "$n1_pid"
+children="n3:2:$work/n3.shm:$work/n3.status,n4:2:$work/n4.shm:$work/n4.status"
+"$bin/cluster_monitor" --master="$work/master.shm" --nodes="$children" \
+  --duration_s=20 --warmup_s=2 --json >"$work/phase2.json"
+cat "$work/phase2.json"
+for n in n3 n4; do
+  grep -q "state=holdover" "$work/$n.status" ||
+    { echo "phase 2 failed: $n is not in holdover: $(cat "$work/$n.status")"; exit 1; }
+done
+python3 - "$work/phase2.json" <<'PY'
+import json, sys
+nodes = json.load(open(sys.argv[1]))["nodes"]
+bad = [f'{n["id"]}: {n["bound_violations"]} bound violations of {n["checks"]}'
+       for n in nodes if n["bound_violations"] or n["checks"] < 10]
+if bad:
+    sys.exit("phase 2 failed:\n  " + "\n  ".join(bad))
+print("phase 2 ok")
+PY
