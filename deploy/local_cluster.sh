@@ -89,6 +89,16 @@ for ((i = 1; i < nodes; i++)); do
   echo "n$i $!" >>"$work/pids"
   specs+=("n$i:$depth:$work/n$i.shm:$work/n$i.status")
 done
+# A daemon that cannot start (a port in use, say) exits at once: say why.
+sleep 0.5
+while read -r name pid; do
+  if ! kill -0 "$pid" 2>/dev/null; then
+    echo "local_cluster.sh: daemon $name exited at start:" >&2
+    sed 's/^/  /' "$work/$name.log" >&2
+    [[ $detach == 1 ]] && cleanup
+    exit 1
+  fi
+done <"$work/pids"
 monitor_flags=(--master="$work/master.shm" --nodes="$(IFS=,; echo "${specs[*]}")")
 if [[ $detach == 1 ]]; then
   printf '%s\n' "${monitor_flags[@]}" >"$work/monitor_flags"
