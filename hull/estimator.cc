@@ -120,7 +120,21 @@ void TwoHullEstimator::PushPoints(const Point& request,
 }
 
 void TwoHullEstimator::PopOldest() {
-  if (Touches(requests_.front(), responses_.front())) sep_dirty_ = true;
+  const Point& request = requests_.front();
+  const Point& response = responses_.front();
+  if (!sep_dirty_) {
+    if (sep_.supports_known && sep_.bounded && sep_.feasible) {
+      // A line moves only when a point it rests on leaves.
+      for (int k = 0; k < 4; ++k) {
+        if (request.x == sep_.request_support_x[k] ||
+            response.x == sep_.response_support_x[k]) {
+          sep_dirty_ = true;
+        }
+      }
+    } else if (Touches(request, response)) {
+      sep_dirty_ = true;
+    }
+  }
   requests_.PopFront();
   responses_.PopFront();
 }

@@ -9,6 +9,9 @@
 //   FIGURE estimator_bytes_per_sample <bytes> B
 //   FIGURE adaptive_estimator_ns_per_sample_300k <ns> ns   (4 windows)
 //
+// Figures are CPU time per iteration (the machine is shared; wall time
+// moves with its load; both are in the table above the figures).
+//
 // Run: bazel run -c opt //hull:estimator_benchmark
 
 #include <benchmark/benchmark.h>
@@ -155,8 +158,9 @@ class FigureReporter : public benchmark::ConsoleReporter {
  public:
   void ReportRuns(const std::vector<Run>& runs) override {
     for (const Run& run : runs) {
-      ns_per_iteration_[run.benchmark_name()] =
-          run.GetAdjustedRealTime();  // In the run's time unit (ns).
+      // CPU time of the benchmark thread, ns: these machines are shared,
+      // and wall time moves with whatever else runs.
+      ns_per_iteration_[run.benchmark_name()] = run.GetAdjustedCPUTime();
       for (const auto& [name, counter] : run.counters) {
         counters_[run.benchmark_name() + "/" + name] = counter.value;
       }

@@ -311,7 +311,12 @@ Separation Separate(const HullChains& h) {
       found_min = true;
       min_slope = RootThrough(walk.lower_support(), walk.upper_support());
       min_through = walk.lower_support();
+      sep.request_support_x[0] = walk.lower_support().x;
+      sep.response_support_x[0] = walk.upper_support().x;
     }
+    // Before the top's kink these are the other ends of its edge(s).
+    sep.request_support_x[1] = walk.lower_support().x;
+    sep.response_support_x[1] = walk.upper_support().x;
     walk.Advance(kink);
     const int64_t d = walk.gap_slope();
     if (d < 0) {
@@ -330,6 +335,11 @@ Separation Separate(const HullChains& h) {
   // for either support of a kink).
   const Point l = walk.lower_support();
   const Point u = walk.upper_support();
+  sep.request_support_x[2] = l.x;
+  sep.response_support_x[2] = u.x;
+  // On a flat top the chosen slope is inside the flat: its line rests on
+  // more points than these.
+  sep.supports_known = !have_flat;
   sep.feasible = ScaledIntercept(l, best) >= ScaledIntercept(u, best);
   if (!sep.feasible) return sep;
   assert(found_min);
@@ -346,6 +356,8 @@ Separation Separate(const HullChains& h) {
   while (walk.Peek(&kink) && walk.GapSign(kink) >= 0) walk.Advance(kink);
   sep.max_slope = RootThrough(walk.lower_support(), walk.upper_support());
   sep.max_line = Line{walk.lower_support(), 0, sep.max_slope.value()};
+  sep.request_support_x[3] = walk.lower_support().x;
+  sep.response_support_x[3] = walk.upper_support().x;
   return sep;
 }
 

@@ -79,6 +79,13 @@ struct Separation {
   Line max_line;            // ... and its (unique) line.
   Slope min_slope;
   Line min_line;
+  // The points the three lines rest on (x of request and response
+  // vertices): removing any other point leaves every line optimal (it is
+  // not in the lines' basis), so a sliding window only recomputes when one
+  // of these leaves. Valid when supports_known.
+  bool supports_known = false;
+  std::array<int64_t, 4> request_support_x{};
+  std::array<int64_t, 4> response_support_x{};
 };
 
 // Solves for the max-margin and extreme lines.
