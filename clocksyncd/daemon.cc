@@ -17,6 +17,8 @@
 namespace clocksync {
 namespace {
 
+constexpr char kClocksyncVersion[] = "0.4.0";
+
 clocksync_state ToShmState(hull::SyncState s) {
   switch (s) {
     case hull::SyncState::kUnsynced:
@@ -87,6 +89,30 @@ class Daemon::ModelClock : public daemon::LocalClock {
  private:
   hull::ModeledClock* model_;
   int64_t start_raw_ns_;
+};
+
+// The gRPC service's window on this node: a snapshot the sync loop refreshes
+// (thread-safe by the mutex). Membership (Join/Leave) is not wired yet:
+// trees are static (--parent).
+class Daemon::View : public NodeView {
+ public:
+  explicit View(const Daemon* daemon) : daemon_(daemon) {}
+  NodeStatus Status() const override {
+    std::lock_guard<std::mutex> lock(daemon_->snapshot_mu_);
+    return daemon_->snapshot_;
+  }
+  std::vector<NodeAddress> Children() const override { return {}; }
+  absl::StatusOr<JoinResponse> Join(const JoinRequest&, absl::Time) override {
+    return absl::UnimplementedError(
+        "this daemon has a static parent (--parent); joining is not wired yet");
+  }
+  absl::Status Leave(const LeaveRequest&) override {
+    return absl::UnimplementedError(
+        "this daemon has a static parent (--parent); leaving is not wired yet");
+  }
+
+ private:
+  const Daemon* daemon_;
 };
 
 std::string ValidateDaemonConfig(const DaemonConfig& c) {
@@ -203,6 +229,14 @@ absl::Status Daemon::Start() {
         daemon::ProbeRequester::Create(requester_options);
     if (!requester.ok()) return requester.status();
     requester_ = std::move(*requester);
+  }
+  if (!config_.grpc_listen.empty() || !config_.admin_socket.empty()) {
+    UpdateSnapshot(daemon::RawNowNs());
+    view_ = std::make_unique<View>(this);
+    status_server_ = std::make_unique<StatusServer>();
+    const absl::Status served = status_server_->Start(
+        config_.grpc_listen, config_.admin_socket, view_.get());
+    if (!served.ok()) return served;
   }
   responder_thread_ = std::thread([this] {
     const absl::Status served = responder_->Serve(responder_stop_);
@@ -352,7 +386,59 @@ void Daemon::PublishNode(int64_t raw_ns) {
   ++stats_.publishes;
 }
 
+void Daemon::UpdateSnapshot(int64_t raw_ns) {
+  NodeStatus st;
+  st.set_node_id(config_.node_id);
+  st.set_role(config_.master ? ROLE_MASTER : ROLE_NODE);
+  st.set_depth(depth_);
+  st.set_parent(config_.parent);
+  st.set_state(static_cast<SyncState>(published_state_));
+  st.set_holdover(published_state_ == CLOCKSYNC_STATE_HOLDOVER);
+  st.set_error_bound_ns(published_bound_ns_);
+  st.set_uptime_ns(raw_ns - start_raw_ns_);
+  st.set_version(kClocksyncVersion);
+  st.set_probe_address(config_.listen);
+  st.set_grpc_address(config_.grpc_listen);
+  if (publisher_ && slewer_.synchronized()) {
+    st.set_global_time_ns(slewer_.PublishedAt(raw_ns));
+  }
+  if (!config_.master) {
+    const hull::TimeEstimate e = estimator_.Estimate(LocalAt(raw_ns));
+    const hull::EstimatorStats& stats = estimator_.stats();
+    const hull::TwoHullEstimator& est = estimator_.selected();
+    st.set_offset_to_parent_ns(e.offset_ns);
+    st.set_drift_ppb(e.drift_ppb);
+    st.set_min_round_trip_ns(stats.min_round_trip_ns);
+    st.set_samples_in_window(est.window_samples());
+    st.set_lower_hull_size(est.lower_hull_vertices());
+    st.set_upper_hull_size(est.upper_hull_vertices());
+    st.set_probes_rejected(stats.rejected() +
+                           stats_.samples_from_unsynced_parent.load());
+    st.set_inconsistencies(stats.inconsistencies);
+    if (stats.inconsistencies > 0) {
+      st.set_last_inconsistency_age_ns(LocalAt(raw_ns) -
+                                       stats.last_inconsistency_local_ns);
+      st.set_last_inconsistency("samples contradicted every line (a clock "
+                                "step or bend); the window was cut");
+    }
+    if (requester_) {
+      st.set_probes_sent(requester_->counters().sent.load());
+      st.set_probes_answered(requester_->counters().answered.load());
+      st.set_probes_lost(requester_->counters().lost.load());
+    }
+    if (last_reply_raw_ns_ > 0) {
+      st.set_last_answer_age_ns(raw_ns - last_reply_raw_ns_);
+    }
+  }
+  std::lock_guard<std::mutex> lock(snapshot_mu_);
+  snapshot_ = std::move(st);
+}
+
 void Daemon::WriteStatus(int64_t raw_ns) {
+  if (raw_ns >= next_snapshot_raw_ns_) {
+    next_snapshot_raw_ns_ = raw_ns + 100'000'000;
+    UpdateSnapshot(raw_ns);
+  }
   if (raw_ns >= next_log_raw_ns_) {
     next_log_raw_ns_ = raw_ns + config_.log_interval_ns;
     if (!config_.master) {
@@ -386,6 +472,10 @@ void Daemon::WriteStatus(int64_t raw_ns) {
 }
 
 void Daemon::Shutdown() {
+  if (status_server_) {
+    status_server_->Shutdown(absl::Now() + absl::Seconds(1));
+    status_server_.reset();
+  }
   if (responder_thread_.joinable()) {
     responder_stop_.store(true);
     responder_thread_.join();

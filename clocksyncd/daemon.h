@@ -19,6 +19,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -27,6 +28,7 @@
 #include "clocksyncd/mapping_slewer.h"
 #include "clocksyncd/probe_transport.h"
 #include "clocksyncd/shm_publisher.h"
+#include "clocksyncd/status_service.h"
 #include "hull/adaptive_estimator.h"
 #include "hull/clock_model.h"
 
@@ -37,6 +39,10 @@ struct DaemonConfig {
   bool master = false;
   std::string parent;                    // host:port of the parent's probes.
   std::string listen = "0.0.0.0:3190";   // Where this node answers probes.
+  // gRPC status service (clocksyncctl); empty = none.
+  std::string grpc_listen = "0.0.0.0:3191";
+  // Optional Unix socket for the same service (admin RPCs).
+  std::string admin_socket;
   std::string shm_path = CLOCKSYNC_DEFAULT_SHM_PATH;
   std::string status_file;               // Optional key=value status, 1 Hz.
   int64_t probe_interval_ns = 100'000'000;
@@ -80,12 +86,14 @@ class Daemon {
  private:
   class PublishedTime;   // GlobalTimeSource over our own segment.
   class ModelClock;      // LocalClock of a modeled clock.
+  class View;            // NodeView for the gRPC status service.
 
   void RunMaster();
   void RunNode();
   void PublishMaster(int64_t raw_ns);
   void PublishNode(int64_t raw_ns);
   void WriteStatus(int64_t raw_ns);
+  void UpdateSnapshot(int64_t raw_ns);
   void Shutdown();
   int64_t LocalAt(int64_t raw_ns);
   uint64_t NodeIdHash() const;
@@ -101,6 +109,12 @@ class Daemon {
   std::unique_ptr<PublishedTime> published_time_;
   std::unique_ptr<daemon::ProbeResponder> responder_;
   std::unique_ptr<daemon::ProbeRequester> requester_;
+  std::unique_ptr<View> view_;
+  std::unique_ptr<StatusServer> status_server_;
+  // What the gRPC threads read: a copy refreshed by the sync loop.
+  mutable std::mutex snapshot_mu_;
+  NodeStatus snapshot_;
+  int64_t next_snapshot_raw_ns_ = 0;
   std::thread responder_thread_;
   std::atomic<bool> responder_stop_{false};
   hull::AdaptiveWindowEstimator estimator_;

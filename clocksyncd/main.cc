@@ -24,6 +24,10 @@ ABSL_FLAG(bool, master, false, "This node's clock defines global time.");
 ABSL_FLAG(std::string, parent, "", "HOST:PORT of the parent's probe port.");
 ABSL_FLAG(std::string, listen, "0.0.0.0:3190",
           "HOST:PORT where this node answers its children's probes.");
+ABSL_FLAG(std::string, grpc_listen, "0.0.0.0:3191",
+          "HOST:PORT of the gRPC status service (clocksyncctl); empty: none.");
+ABSL_FLAG(std::string, admin_socket, "",
+          "Optional Unix socket path serving the same gRPC service.");
 ABSL_FLAG(std::string, shm_path, CLOCKSYNC_DEFAULT_SHM_PATH,
           "Where to publish the local->global mapping (its directory must "
           "exist).");
@@ -71,6 +75,8 @@ int main(int argc, char** argv) {
   config.parent = absl::GetFlag(FLAGS_parent);
   config.listen = absl::GetFlag(FLAGS_listen);
   config.shm_path = absl::GetFlag(FLAGS_shm_path);
+  config.grpc_listen = absl::GetFlag(FLAGS_grpc_listen);
+  config.admin_socket = absl::GetFlag(FLAGS_admin_socket);
   config.status_file = absl::GetFlag(FLAGS_status_file);
   config.probe_interval_ns =
       absl::ToInt64Nanoseconds(absl::GetFlag(FLAGS_probe_interval));

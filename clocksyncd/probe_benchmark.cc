@@ -1,14 +1,17 @@
 // clocksyncd/probe_benchmark.cc: how many probe replies one ProbeResponder
 // sends per second on one core over loopback, and its turnaround t3 − t2.
 //
-//   bazel run -c opt //clocksyncd:probe_benchmark \
-//       [-- --seconds=3 --window=256 --exchanges=20000]
+//   bazel run -c opt //clocksyncd:probe_benchmark --
+//       [--seconds=3] [--window=256] [--exchanges=20000]
 //
 // The responder runs on its own thread pinned to core 0; a load generator on
 // core 1 keeps `window` requests in flight with sendmmsg and drains replies
 // with recvmmsg. Two phases:
 //   1. throughput: the generator saturates the responder for `seconds`
 //      (after a 0.5 s warm-up); replies/s counts replies the generator got.
+//      The figure is the median rate over 0.25 s intervals, which a burst of
+//      other work on the machine (a shared 2-core VM) does not move; the
+//      overall mean and the slowest and fastest intervals are printed too.
 //      The turnaround under saturation is printed too, but it is mostly the
 //      time requests queue in the socket buffer (about window / rate).
 //   2. latency: one request at a time (a daemon's normal load); the
@@ -16,7 +19,7 @@
 //      reading, including the wake-up from ppoll.
 // Turnarounds come from the responder's ReplyObserver hook (raw clock, ns).
 // The last two lines are
-//   FIGURE probe_replies_per_s <phase 1 replies/s> 1/s
+//   FIGURE probe_replies_per_s <phase 1 median interval replies/s> 1/s
 //   FIGURE probe_turnaround_p99_ns <phase 2 p99> ns
 // Target: >= 200,000 replies/s.
 
@@ -140,14 +143,22 @@ int Connect(uint16_t port) {
 }
 
 struct ThroughputResult {
-  double replies_per_s = 0;
+  double replies_per_s = 0;  // Over the whole measured time.
+  // Over consecutive kIntervalNs intervals: the median and the extremes.
+  double median_interval_replies_per_s = 0;
+  double min_interval_replies_per_s = 0;
+  double max_interval_replies_per_s = 0;
+  size_t intervals = 0;
   uint64_t replies = 0;
   uint64_t bad_replies = 0;
   uint64_t window_resets = 0;
 };
 
+// Length of the intervals whose median rate is the figure, ns.
+constexpr int64_t kIntervalNs = 250'000'000;
+
 // Keeps `window` requests in flight for warm-up + `seconds`; counts replies
-// during the measured part.
+// during the measured part, overall and per kIntervalNs interval.
 ThroughputResult Blast(uint16_t port, int window, double seconds,
                        TurnaroundRecorder& recorder) {
   constexpr size_t kBatch = 32;
@@ -187,12 +198,23 @@ ThroughputResult Blast(uint16_t port, int window, double seconds,
   int in_flight = 0;
   int64_t last_progress_ns = start_ns;
   uint64_t received = 0;
+  std::vector<double> interval_rates;
+  int64_t interval_start_ns = measure_from_ns;
+  uint64_t interval_start_received = 0;
   for (;;) {
     const int64_t now_ns = RawNowNs();
     if (!measuring && now_ns >= measure_from_ns) {
       measuring = true;
       recorder.set_recording(true);
       received = 0;
+      interval_start_ns = now_ns;
+    }
+    if (measuring && now_ns - interval_start_ns >= kIntervalNs) {
+      interval_rates.push_back(
+          static_cast<double>(received - interval_start_received) * 1e9 /
+          static_cast<double>(now_ns - interval_start_ns));
+      interval_start_ns = now_ns;
+      interval_start_received = received;
     }
     if (now_ns >= end_ns) break;
     if (in_flight < window) {
@@ -226,6 +248,14 @@ ThroughputResult Blast(uint16_t port, int window, double seconds,
   result.replies = received;
   result.replies_per_s = static_cast<double>(received) * 1e9 /
                          static_cast<double>(measured_ns);
+  if (!interval_rates.empty()) {
+    std::sort(interval_rates.begin(), interval_rates.end());
+    result.intervals = interval_rates.size();
+    result.median_interval_replies_per_s =
+        interval_rates[interval_rates.size() / 2];
+    result.min_interval_replies_per_s = interval_rates.front();
+    result.max_interval_replies_per_s = interval_rates.back();
+  }
   close(fd);
   return result;
 }
@@ -251,10 +281,16 @@ std::vector<int64_t> PingPong(uint16_t port, int count,
     p.t1_ns = RawNowNs();
     EncodeProbe(p, request);
     if (send(fd, request, sizeof(request), 0) < 0) continue;
-    if (poll(&readable, 1, 1000) <= 0) continue;
-    // Drain: with leftovers from phase 1 several replies may be waiting.
+    // Skip replies to other requests (leftovers of phase 1).
     bool answered = false;
-    while (recv(fd, reply, sizeof(reply), MSG_DONTWAIT) > 0) answered = true;
+    while (!answered && poll(&readable, 1, 1000) > 0) {
+      const ssize_t n = recv(fd, reply, sizeof(reply), 0);
+      ProbePacket r;
+      answered = n > 0 &&
+                 DecodeProbe(reply, static_cast<size_t>(n), &r) ==
+                     DecodeStatus::kOk &&
+                 r.nonce == p.nonce;
+    }
     if (answered && i >= 0) round_trips.push_back(RawNowNs() - p.t1_ns);
   }
   recorder.set_recording(false);
@@ -322,10 +358,14 @@ int Main(int argc, char** argv) {
               " (%ld cores online)\n",
               blast_serve.pinned() ? "yes" : "NO (continuing unpinned)",
               generator_pinned ? "yes" : "NO (continuing unpinned)", cores);
-  std::printf("phase 1 (window %d, %.1f s): %llu replies, %.0f replies/s; "
-              "bad replies %llu, window refills %llu\n",
+  std::printf("phase 1 (window %d, %.1f s): %llu replies, %.0f replies/s "
+              "overall; per %.2f s interval: median %.0f, min %.0f, max %.0f "
+              "(%zu intervals); bad replies %llu, window refills %llu\n",
               window, seconds, static_cast<unsigned long long>(blast.replies),
-              blast.replies_per_s,
+              blast.replies_per_s, kIntervalNs / 1e9,
+              blast.median_interval_replies_per_s,
+              blast.min_interval_replies_per_s,
+              blast.max_interval_replies_per_s, blast.intervals,
               static_cast<unsigned long long>(blast.bad_replies),
               static_cast<unsigned long long>(blast.window_resets));
   std::printf("phase 1 turnaround t3-t2 under saturation (mostly socket "
@@ -348,9 +388,11 @@ int Main(int argc, char** argv) {
               static_cast<unsigned long long>(c.malformed_total()),
               static_cast<unsigned long long>(c.send_errors.load()),
               static_cast<unsigned long long>(c.rx_timestamp_fallbacks.load()));
-  std::printf("target: >= 200000 replies/s: %s\n",
-              blast.replies_per_s >= 200'000 ? "met" : "NOT met");
-  std::printf("FIGURE probe_replies_per_s %.0f 1/s\n", blast.replies_per_s);
+  std::printf("target: >= 200000 replies/s (median interval): %s\n",
+              blast.median_interval_replies_per_s >= 200'000 ? "met"
+                                                             : "NOT met");
+  std::printf("FIGURE probe_replies_per_s %.0f 1/s\n",
+              blast.median_interval_replies_per_s);
   std::printf("FIGURE probe_turnaround_p99_ns %lld ns\n",
               static_cast<long long>(Percentile(idle, 0.99)));
   return 0;

@@ -238,8 +238,8 @@ TEST(ProbePacketTest, RandomBytesNeverCrash) {
       }
     }
     // Decode from an exact-size heap copy so ASan sees any overread.
-    std::unique_ptr<uint8_t[]> exact(new uint8_t[bytes.size() + 1]);
-    std::memcpy(exact.get(), bytes.data(), bytes.size());
+    std::unique_ptr<uint8_t[]> exact(new uint8_t[bytes.size()]);
+    if (!bytes.empty()) std::memcpy(exact.get(), bytes.data(), bytes.size());
     ProbePacket out;
     const DecodeStatus status = DecodeProbe(exact.get(), bytes.size(), &out);
     ASSERT_LT(static_cast<size_t>(status), kDecodeStatusCount);

@@ -177,12 +177,13 @@ absl::Status CheckDelay(const DelayInjection& delay, size_t queue_capacity) {
   return absl::OkStatus();
 }
 
-// A UDP socket for `address`'s family with SO_TIMESTAMPNS on; -1 and a
-// status on failure.
+// A UDP socket (nonblocking if asked) for `address`'s family with
+// SO_TIMESTAMPNS on; -1 and a status on failure.
 int OpenSocket(const sockaddr_storage& address, const std::string& name,
-               absl::Status* status) {
-  const int fd =
-      socket(address.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+               bool nonblocking, absl::Status* status) {
+  const int type =
+      SOCK_DGRAM | SOCK_CLOEXEC | (nonblocking ? SOCK_NONBLOCK : 0);
+  const int fd = socket(address.ss_family, type, 0);
   if (fd < 0) {
     *status = absl::ErrnoToStatus(
         errno, absl::StrCat("probe socket for '", name, "'"));
@@ -411,8 +412,22 @@ absl::StatusOr<std::unique_ptr<ProbeResponder>> ProbeResponder::Create(
     return s;
   }
   absl::Status status;
-  const int fd = OpenSocket(address, options.listen_address, &status);
+  const int fd =
+      OpenSocket(address, options.listen_address, /*nonblocking=*/false,
+                 &status);
   if (fd < 0) return status;
+  // Serve() blocks in recvmmsg; this bounds the wait so it sees its stop
+  // flag.
+  const timeval receive_timeout = {0, kStopCheckNs / 1000};
+  if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &receive_timeout,
+                 sizeof(receive_timeout)) != 0) {
+    status = absl::ErrnoToStatus(
+        errno,
+        absl::StrCat("SO_RCVTIMEO on probe socket '", options.listen_address,
+                     "'"));
+    close(fd);
+    return status;
+  }
   if (options.receive_buffer_bytes > 0 &&
       setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &options.receive_buffer_bytes,
                  sizeof(options.receive_buffer_bytes)) != 0) {
@@ -476,8 +491,26 @@ ProbeResponder::~ProbeResponder() { close(fd_); }
 absl::Status ProbeResponder::Serve(const std::atomic<bool>& stop) {
   pollfd readable{fd_, POLLIN, 0};
   while (!stop.load(std::memory_order_relaxed)) {
-    const int count = recvmmsg(fd_, rx_msgs_.data(), kBatch, MSG_DONTWAIT,
-                               nullptr);
+    // Block in recvmmsg itself (cheaper than poll + receive) for the first
+    // datagram, at most SO_RCVTIMEO (kStopCheckNs) so that `stop` is seen;
+    // take whatever else is queued without waiting (MSG_WAITFORONE).
+    int flags = MSG_WAITFORONE;
+    if (delay_queue_ != nullptr && !delay_queue_->empty()) {
+      // Delayed replies pending: wait only until the next one is due.
+      SendDue(RawNowNs());
+      if (!delay_queue_->empty()) {
+        const int64_t wait_ns = std::clamp<int64_t>(
+            delay_queue_->next_due_ns() - RawNowNs(), 0, kStopCheckNs);
+        const timespec timeout = ToTimespec(wait_ns);
+        if (wait_ns > 0 && ppoll(&readable, 1, &timeout, nullptr) < 0 &&
+            errno != EINTR) {
+          return absl::ErrnoToStatus(
+              errno, absl::StrCat("probe responder ", address_, ": ppoll"));
+        }
+        flags = MSG_DONTWAIT;
+      }
+    }
+    const int count = recvmmsg(fd_, rx_msgs_.data(), kBatch, flags, nullptr);
     if (count > 0) {
       const int64_t raw_after_receive_ns = RawNowNs();
       // Calibrating next to the stamps keeps the conversion's rate error at
@@ -486,27 +519,10 @@ absl::Status ProbeResponder::Serve(const std::atomic<bool>& stop) {
       realtime_to_raw_.Calibrate();
       HandleBatch(count, raw_after_receive_ns);
       if (delay_queue_ != nullptr) SendDue(RawNowNs());
-      continue;
-    }
-    if (count < 0 && errno != EAGAIN && errno != EWOULDBLOCK &&
-        errno != EINTR && errno != ENOMEM && errno != ENOBUFS) {
+    } else if (count < 0 && errno != EAGAIN && errno != EWOULDBLOCK &&
+               errno != EINTR && errno != ENOMEM && errno != ENOBUFS) {
       return absl::ErrnoToStatus(
           errno, absl::StrCat("probe responder ", address_, ": recvmmsg"));
-    }
-    // Idle: send what is due, then sleep until a datagram, the next delayed
-    // reply, or the next stop check.
-    int64_t wait_ns = kStopCheckNs;
-    if (delay_queue_ != nullptr && !delay_queue_->empty()) {
-      SendDue(RawNowNs());
-      if (!delay_queue_->empty()) {
-        wait_ns = std::clamp<int64_t>(
-            delay_queue_->next_due_ns() - RawNowNs(), 0, kStopCheckNs);
-      }
-    }
-    const timespec timeout = ToTimespec(wait_ns);
-    if (ppoll(&readable, 1, &timeout, nullptr) < 0 && errno != EINTR) {
-      return absl::ErrnoToStatus(
-          errno, absl::StrCat("probe responder ", address_, ": ppoll"));
     }
   }
   return absl::OkStatus();
@@ -640,7 +656,8 @@ absl::StatusOr<std::unique_ptr<ProbeRequester>> ProbeRequester::Create(
     return s;
   }
   absl::Status status;
-  const int fd = OpenSocket(address, options.parent_address, &status);
+  const int fd = OpenSocket(address, options.parent_address,
+                            /*nonblocking=*/true, &status);
   if (fd < 0) return status;
   if (connect(fd, reinterpret_cast<const sockaddr*>(&address), address_len) !=
       0) {

@@ -102,7 +102,8 @@ class GlobalTimeSource {
 };
 
 // The child's local clock as a function of the raw clock. Called on the
-// requester's thread only.
+// requester's thread only. Successive calls may go slightly back in raw time
+// (a receive stamp is from the past, a send stamp is now).
 class LocalClock {
  public:
   virtual ~LocalClock();
@@ -214,7 +215,8 @@ class ProbeResponder {
   // Answers requests until `stop` is true (checked at least every 100 ms).
   // Returns OK when stopped, or an error naming the address when the socket
   // fails. Allocates nothing while it runs. Replies still in the delay
-  // queue at stop are discarded.
+  // queue at stop stay there (a later Serve() sends them when due). May be
+  // called again after it returned, never concurrently.
   absl::Status Serve(const std::atomic<bool>& stop);
 
   // The bound port (the ephemeral one when asked for port 0).

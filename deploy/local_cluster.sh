@@ -13,6 +13,8 @@
 # after the first 10 s (--json: {"nodes":[{"id","depth","rms_error_ns",
 # "max_abs_error_ns","bound_violations","checks"}]}). Every process it
 # started is stopped on exit, Ctrl-C included. --keep leaves the logs.
+# While it runs: clocksyncctl --target=127.0.0.1:32003 status (node i
+# answers on 32000 + i, the master on 32000).
 # For tests: --no_build --bin_dir=DIR use prebuilt binaries; --detach
 # --work_dir=DIR starts the daemons, writes DIR/pids and DIR/monitor_flags,
 # and returns (the caller stops them).
@@ -43,7 +45,8 @@ done
 
 if [[ $build == 1 ]]; then
   deploy/setup.sh >/dev/null
-  bazel build -c opt //clocksyncd:clocksyncd //clocksyncd:cluster_monitor >&2
+  bazel build -c opt //clocksyncd:clocksyncd //clocksyncd:cluster_monitor \
+    //clocksyncd:clocksyncctl >&2
   bin="$(bazel info -c opt bazel-bin 2>/dev/null)/clocksyncd"
 fi
 [[ -x "$bin/clocksyncd" && -x "$bin/cluster_monitor" ]] ||
@@ -67,7 +70,9 @@ fi
 
 delay_flags=()
 [[ -n "$delay" ]] && delay_flags=(--inject_delay="$delay")
+# Probes on base_port + i, gRPC status (clocksyncctl) on base_port + 100 + i.
 "$bin/clocksyncd" --master --node_id=master --listen="127.0.0.1:$base_port" \
+  --grpc_listen="127.0.0.1:$((base_port + 100))" \
   --shm_path="$work/master.shm" --status_file="$work/master.status" \
   --probe_interval="$interval" >"$work/master.log" 2>&1 &
 pids+=($!)
@@ -81,6 +86,7 @@ for ((i = 1; i < nodes; i++)); do
   freq_ppm=$(( (i * 37) % 200 - 100 ))
   "$bin/clocksyncd" --node_id="n$i" --parent="127.0.0.1:$((base_port + parent))" \
     --listen="127.0.0.1:$((base_port + i))" --shm_path="$work/n$i.shm" \
+    --grpc_listen="127.0.0.1:$((base_port + 100 + i))" \
     --status_file="$work/n$i.status" --probe_interval="$interval" \
     --enable_test_features \
     --clock_model="offset=${offset_ms}ms,frequency_ppm=$freq_ppm,wander=1,seed=$i" \

@@ -1,5 +1,6 @@
-// Round-trips the status message through the wire format and text format, so
-// that the generated library links and the schema stays self-consistent.
+// Round-trips the messages through the wire format and text format, so that
+// the generated library links and the schema stays self-consistent: every
+// RPC of the service, optional presence, the Join outcome, the topology.
 #include <string>
 
 #include "google/protobuf/descriptor.h"
@@ -53,7 +54,10 @@ TEST(ClocksyncProtoTest, TextFormatRoundTrip) {
 TEST(ClocksyncProtoTest, MalformedWireIsRejected) {
   NodeStatus decoded;
   // Field 1 (string) announces 100 bytes but carries 3.
-  const std::string truncated("\x0a\x64" "abc", 5);
+  const std::string truncated(
+      "\x0a\x64"
+      "abc",
+      5);
   EXPECT_FALSE(decoded.ParseFromString(truncated));
 }
 
@@ -64,7 +68,64 @@ TEST(ClocksyncProtoTest, ServiceIsGenerated) {
       google::protobuf::DescriptorPool::generated_pool()->FindServiceByName(
           "clocksync.Clocksync");
   ASSERT_NE(service, nullptr);
-  EXPECT_NE(service->FindMethodByName("GetStatus"), nullptr);
+  for (const char* rpc :
+       {"GetStatus", "WatchStatus", "GetTopology", "Join", "Leave"}) {
+    const auto* method = service->FindMethodByName(rpc);
+    ASSERT_NE(method, nullptr) << rpc;
+    // Only WatchStatus streams (server to client).
+    EXPECT_EQ(method->server_streaming(), std::string(rpc) == "WatchStatus")
+        << rpc;
+    EXPECT_FALSE(method->client_streaming()) << rpc;
+  }
+}
+
+TEST(ClocksyncProtoTest, OptionalAgesKeepPresence) {
+  // "Never" (unset) and "0 ns ago" must stay distinct on the wire.
+  NodeStatus status;
+  EXPECT_FALSE(status.has_last_inconsistency_age_ns());
+  status.set_last_inconsistency_age_ns(0);
+  status.set_last_answer_age_ns(0);
+  NodeStatus decoded;
+  ASSERT_TRUE(decoded.ParseFromString(status.SerializeAsString()));
+  EXPECT_TRUE(decoded.has_last_inconsistency_age_ns());
+  EXPECT_TRUE(decoded.has_last_answer_age_ns());
+  NodeStatus empty;
+  ASSERT_TRUE(empty.ParseFromString(NodeStatus().SerializeAsString()));
+  EXPECT_FALSE(empty.has_last_answer_age_ns());
+}
+
+TEST(ClocksyncProtoTest, JoinResponseHasOneOutcome) {
+  JoinResponse response;
+  EXPECT_EQ(response.outcome_case(), JoinResponse::OUTCOME_NOT_SET);
+  response.mutable_accepted()->set_depth(3);
+  response.mutable_redirect_to()->set_node_id("n2");  // Replaces accepted.
+  EXPECT_EQ(response.outcome_case(), JoinResponse::kRedirectTo);
+  EXPECT_FALSE(response.has_accepted());
+  JoinResponse decoded;
+  ASSERT_TRUE(decoded.ParseFromString(response.SerializeAsString()));
+  EXPECT_EQ(decoded.redirect_to().node_id(), "n2");
+}
+
+TEST(ClocksyncProtoTest, TopologyRoundTrip) {
+  Topology topology;
+  TopologyNode* root = topology.add_nodes();
+  *root->mutable_status() = SampleStatus();
+  NodeAddress* parent = root->mutable_status()->add_ancestors();
+  parent->set_node_id("node-3");
+  parent->set_grpc_address("unix:/run/clocksyncd/admin.sock");
+  TopologyNode* child = topology.add_nodes();
+  child->mutable_status()->set_node_id("node-9");
+  child->set_parent_id("node-7");
+  child->set_unreachable(true);
+  child->set_error("DEADLINE_EXCEEDED: Deadline Exceeded (10.0.0.9:3191)");
+  topology.set_truncated(true);
+  Topology decoded;
+  ASSERT_TRUE(decoded.ParseFromString(topology.SerializeAsString()));
+  EXPECT_EQ(decoded.SerializeAsString(), topology.SerializeAsString());
+  EXPECT_EQ(decoded.nodes(0).status().ancestors(0).grpc_address(),
+            "unix:/run/clocksyncd/admin.sock");
+  EXPECT_TRUE(decoded.nodes(1).unreachable());
+  EXPECT_TRUE(decoded.truncated());
 }
 
 }  // namespace

@@ -1,0 +1,177 @@
+// clocksyncd/status_service.h: the Clocksync gRPC service
+// (proto/clocksync.proto) and StatusServer, which serves it on a TCP address
+// and optionally on a Unix socket.
+//
+// The service reaches the daemon only through NodeView, so tests serve fake
+// nodes and the daemon uses no gRPC API. One handler per RPC:
+//   GetStatus    NodeView::Status(), a snapshot.
+//   WatchStatus  Status() every interval_ms (50..60000) until the client
+//                cancels or the server shuts down.
+//   GetTopology  this node, then GetTopology on every child's grpc_address in
+//                parallel, each with a deadline inside ours (shrinking by a
+//                reserve per hop, at most topology_hop_timeout per level
+//                below), merged into one flat list with each node once;
+//                children that do not answer in time are listed unreachable.
+//   Join, Leave  validated, then forwarded to NodeView (membership lives in
+//                the daemon); refused with PERMISSION_DENIED on TCP when
+//                admin_on_unix_only is set.
+// Every request is validated first; a bad one gets INVALID_ARGUMENT with a
+// reason naming the field ("interval_ms: must be 50..60000, got 10").
+//
+// Example:
+//   StatusServer server;
+//   RETURN_IF_ERROR(server.Start("0.0.0.0:3191", "/run/clocksyncd/admin.sock",
+//                                &node_view));
+//   ...
+//   server.Shutdown(absl::Now() + absl::Seconds(1));
+//
+// Thread safety: StatusServer's methods are called from one thread (the
+// daemon's lifecycle); handlers run on gRPC's threads and call NodeView
+// concurrently.
+#ifndef CLOCKSYNC_CLOCKSYNCD_STATUS_SERVICE_H_
+#define CLOCKSYNC_CLOCKSYNCD_STATUS_SERVICE_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "proto/clocksync.pb.h"
+
+namespace grpc {
+class Server;
+}  // namespace grpc
+
+namespace clocksync {
+namespace status_internal {
+class ServiceImpl;
+class ShutdownSignal;
+}  // namespace status_internal
+
+// The node as the service sees it; implemented by the daemon, faked in
+// tests. Every method is called from gRPC's threads, concurrently: an
+// implementation must be thread-safe and must not block on the network
+// beyond the deadline it is given.
+class NodeView {
+ public:
+  virtual ~NodeView();
+
+  // A consistent snapshot of the node's status (ages measured now). Called
+  // on every GetStatus, every WatchStatus tick and every GetTopology, so it
+  // should be cheap: no I/O.
+  virtual NodeStatus Status() const = 0;
+
+  // The nodes currently synchronizing to this one, in a stable order, each
+  // with its node_id and grpc_address (GetTopology asks them in turn; a
+  // child without grpc_address is listed as unreachable).
+  virtual std::vector<NodeAddress> Children() const = 0;
+
+  // A node asks to synchronize to this one (Membership::HandleJoin).
+  // `request` is already validated (node well-formed, counts >= 0,
+  // avoid_ids valid ids). Answer by `deadline` with exactly one outcome set
+  // (accepted, redirect_to or rejected); an error status goes back to the
+  // caller unchanged (UNIMPLEMENTED while the daemon has no membership).
+  virtual absl::StatusOr<JoinResponse> Join(const JoinRequest& request,
+                                            absl::Time deadline) = 0;
+
+  // A child stops synchronizing to this one (Membership::HandleLeave), or,
+  // with `successor` set, this node's parent leaves and names where to
+  // rejoin (Membership::OnParentLeft). `request` is already validated.
+  // NOT_FOUND when the sender is neither a child nor the parent;
+  // UNIMPLEMENTED while the daemon has no membership.
+  virtual absl::Status Leave(const LeaveRequest& request) = 0;
+};
+
+// Limits of the requests (proto/clocksync.proto states them too).
+inline constexpr uint32_t kMinWatchIntervalMs = 50;
+inline constexpr uint32_t kMaxWatchIntervalMs = 60'000;
+inline constexpr uint32_t kDefaultTopologyMaxNodes = 1000;
+inline constexpr uint32_t kMaxTopologyMaxNodes = 100'000;
+inline constexpr uint32_t kDefaultTopologyMaxDepth = 32;
+inline constexpr uint32_t kMaxTopologyMaxDepth = 255;
+inline constexpr int kMaxTopologyPathLength = 256;
+inline constexpr size_t kMaxNodeIdBytes = 64;
+inline constexpr size_t kMaxLeaveReasonBytes = 256;
+inline constexpr int kMaxAvoidIds = 256;
+// Largest message a topology answer may be (about 300 bytes per node).
+inline constexpr int kMaxTopologyMessageBytes = 64 << 20;
+
+// Validation shared by the handlers and clocksyncctl. Each returns OK or
+// INVALID_ARGUMENT with "field: reason".
+//
+// A node id: 1..64 bytes of [A-Za-z0-9._-].
+absl::Status ValidateNodeId(absl::string_view field, absl::string_view node_id);
+// "host:port" or "[v6]:port", port 1..65535 (0 too when allow_port_zero:
+// listen addresses).
+absl::Status ValidateHostPort(absl::string_view field,
+                              absl::string_view address,
+                              bool allow_port_zero = false);
+// A gRPC target or listen address: "host:port" or "unix:PATH" (PATH not
+// empty).
+absl::Status ValidateGrpcAddress(absl::string_view field,
+                                 absl::string_view address);
+
+struct StatusServerOptions {
+  // Serve Join and Leave only on the Unix socket (PERMISSION_DENIED on
+  // TCP). Off by default: daemons join each other over TCP. Start() refuses
+  // it without a Unix socket (nobody could join).
+  bool admin_on_unix_only = false;
+  // A child's GetTopology gets at most this long per level it may descend
+  // (its max_depth + 1), and never past our own deadline minus a reserve.
+  absl::Duration topology_hop_timeout = absl::Milliseconds(500);
+  // Longest a GetTopology gathers when the caller set no (or a later)
+  // deadline.
+  absl::Duration topology_budget = absl::Seconds(10);
+  // Most threads serving RPCs (a WatchStatus holds one while it streams);
+  // beyond, calls get RESOURCE_EXHAUSTED.
+  int max_threads = 64;
+  // Permissions of the Unix socket file (who may use the admin RPCs).
+  mode_t unix_socket_mode = 0660;
+};
+
+// Serves the Clocksync service for one NodeView.
+class StatusServer {
+ public:
+  explicit StatusServer(StatusServerOptions options = {});
+  // Shuts down (deadline now) if still running.
+  ~StatusServer();
+  StatusServer(const StatusServer&) = delete;
+  StatusServer& operator=(const StatusServer&) = delete;
+
+  // Listens on `listen_address` ("host:port", port 0 picks one; empty: no
+  // TCP) and, when `unix_socket_path` is not empty, on that Unix socket
+  // (its directory must exist; a stale socket file is replaced, one another
+  // server listens on is refused; removed again at Shutdown). At least one
+  // of the two. A port already in use is refused (no SO_REUSEPORT sharing).
+  // `view` must outlive the server. Errors name the address. Call once.
+  absl::Status Start(const std::string& listen_address,
+                     const std::string& unix_socket_path, NodeView* view);
+
+  // The TCP port listened on (the one picked for port 0); 0 without TCP.
+  int tcp_port() const { return tcp_port_; }
+
+  // Stops accepting calls, ends every WatchStatus and GetTopology at once
+  // and cancels whatever is still running at `deadline`; returns when all
+  // handlers have returned. Idempotent.
+  void Shutdown(absl::Time deadline);
+
+ private:
+  StatusServerOptions options_;
+  std::unique_ptr<status_internal::ShutdownSignal> shutdown_;
+  std::unique_ptr<status_internal::ServiceImpl> tcp_service_;
+  std::unique_ptr<status_internal::ServiceImpl> unix_service_;
+  std::unique_ptr<grpc::Server> tcp_server_;
+  std::unique_ptr<grpc::Server> unix_server_;
+  int tcp_port_ = 0;
+  bool started_ = false;
+};
+
+}  // namespace clocksync
+
+#endif  // CLOCKSYNC_CLOCKSYNCD_STATUS_SERVICE_H_
