@@ -31,18 +31,23 @@
 //   options.listen_address = "[::]:3190";
 //   options.node_id = my_id;
 //   options.time_source = &mapping_source;  // implements GlobalTimeSource
-//   ASSIGN_OR_RETURN(auto responder, ProbeResponder::Create(options));
-//   std::thread serving([&] { status = responder->Serve(stop); });
+//   absl::StatusOr<std::unique_ptr<ProbeResponder>> responder =
+//       ProbeResponder::Create(options);
+//   if (!responder.ok()) return responder.status();  // names the address
+//   std::thread serving([&] { serve_status = (*responder)->Serve(stop); });
 //
 // Example (child):
 //   ProbeRequester::Options options;
 //   options.parent_address = "parent.example:3190";
 //   options.node_id = my_id;
-//   ASSIGN_OR_RETURN(auto requester, ProbeRequester::Create(options));
-//   RETURN_IF_ERROR(requester->SendProbe());
-//   absl::StatusOr<int> n = requester->Poll(100, [&](const ProbeResult& r) {
-//     estimator.Add(r.sample);
-//   });
+//   absl::StatusOr<std::unique_ptr<ProbeRequester>> requester =
+//       ProbeRequester::Create(options);
+//   if (!requester.ok()) return requester.status();
+//   if (absl::Status s = (*requester)->SendProbe(); !s.ok()) log(s);
+//   absl::StatusOr<int> n =
+//       (*requester)->Poll(100, [&](const ProbeResult& r) {
+//         estimator.Add(r.sample);
+//       });
 //
 // Errors are absl::Status values naming the address and the errno text.
 #ifndef CLOCKSYNC_CLOCKSYNCD_PROBE_TRANSPORT_H_
