@@ -14,23 +14,6 @@ namespace {
 // rounding in the double-valued lines can only cause extra recomputation.
 constexpr double kTouchToleranceNs = 0.01;
 
-// Builds one exact convex chain over points sorted by x (for the temporary
-// hulls of Recover()); returns indices into `points`.
-std::vector<uint32_t> BuildChain(const std::vector<Point>& points,
-                                 HullSide side) {
-  std::vector<uint32_t> chain;
-  for (uint32_t i = 0; i < points.size(); ++i) {
-    while (chain.size() >= 2) {
-      const __int128 turn = Cross(points[chain[chain.size() - 2]],
-                                  points[chain.back()], points[i]);
-      if (side == HullSide::kLower ? turn > 0 : turn < 0) break;
-      chain.pop_back();
-    }
-    chain.push_back(i);
-  }
-  return chain;
-}
-
 }  // namespace
 
 std::string ValidateConfig(const EstimatorConfig& c) {

@@ -105,20 +105,6 @@ BENCHMARK(BM_Adaptive)->Arg(300'000);
 
 // The baseline: keep the window's samples; per sample, rebuild both hulls
 // with a monotone chain over the whole window and solve.
-std::vector<uint32_t> Chain(const std::vector<Point>& pts, HullSide side) {
-  std::vector<uint32_t> chain;
-  for (uint32_t i = 0; i < pts.size(); ++i) {
-    while (chain.size() >= 2) {
-      const __int128 turn = Cross(pts[chain[chain.size() - 2]],
-                                  pts[chain.back()], pts[i]);
-      if (side == HullSide::kLower ? turn > 0 : turn < 0) break;
-      chain.pop_back();
-    }
-    chain.push_back(i);
-  }
-  return chain;
-}
-
 void BM_NaiveRebuild(benchmark::State& state) {
   const int64_t window = state.range(0);
   SampleStream stream;
@@ -140,8 +126,8 @@ void BM_NaiveRebuild(benchmark::State& state) {
       req.push_back({k.t1_ns - anchor_x, k.t2_ns - k.t1_ns - anchor_y});
       resp.push_back({k.t4_ns - anchor_x, k.t3_ns - k.t4_ns - anchor_y});
     }
-    const std::vector<uint32_t> lower = Chain(req, HullSide::kLower);
-    const std::vector<uint32_t> upper = Chain(resp, HullSide::kUpper);
+    const std::vector<uint32_t> lower = BuildChain(req, HullSide::kLower);
+    const std::vector<uint32_t> upper = BuildChain(resp, HullSide::kUpper);
     HullChains chains;
     chains.lower[0] = ChainView(req.data(), 0xffffffffu, lower.data(),
                                 static_cast<int>(lower.size()), false);

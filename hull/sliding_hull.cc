@@ -8,6 +8,21 @@
 
 namespace clocksync::hull {
 
+std::vector<uint32_t> BuildChain(const std::vector<Point>& points,
+                                 HullSide side) {
+  std::vector<uint32_t> chain;
+  for (uint32_t i = 0; i < points.size(); ++i) {
+    while (chain.size() >= 2) {
+      const __int128 turn = Cross(points[chain[chain.size() - 2]],
+                                  points[chain.back()], points[i]);
+      if (side == HullSide::kLower ? turn > 0 : turn < 0) break;
+      chain.pop_back();
+    }
+    chain.push_back(i);
+  }
+  return chain;
+}
+
 void SlidingHull::Grow() {
   const size_t old_capacity = ring_.size();
   const size_t new_capacity = old_capacity == 0 ? 64 : old_capacity * 2;

@@ -73,6 +73,12 @@ class ChainView {
   bool reversed_ = false;
 };
 
+// One convex chain over points sorted by strictly increasing x, built from
+// scratch by Andrew's monotone chain: indices into `points`, left to right.
+// (SlidingHull maintains the same chain incrementally.)
+std::vector<uint32_t> BuildChain(const std::vector<Point>& points,
+                                 HullSide side);
+
 class SlidingHull {
  public:
   explicit SlidingHull(HullSide side) : side_(side) {}
