@@ -44,12 +44,6 @@ const char* StateName(clocksync_state s) {
   }
 }
 
-int64_t RealtimeNs() {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
-
 }  // namespace
 
 // Global time of this node as its children see it: our own published
@@ -181,7 +175,7 @@ absl::Status Daemon::Start() {
   start_raw_ns_ = daemon::RawNowNs();
   // Global time is Unix-epoch ns: anchor the master's raw clock to
   // CLOCK_REALTIME once, at start.
-  realtime_offset_ns_ = RealtimeNs() - start_raw_ns_;
+  realtime_offset_ns_ = daemon::RealtimeNowNs() - start_raw_ns_;
   if (!config_.clock_model.empty()) {
     hull::ClockModelParams params;
     hull::ParseClockModel(config_.clock_model, &params);
@@ -323,7 +317,6 @@ void Daemon::RunNode() {
       if (hull::IsAccepted(estimator_.Add(sample))) {
         ++stats_.samples_used;
         last_reply_raw_ns_ = daemon::RawNowNs();
-        parent_bound_ns_ = reply.parent_bound_ns;
         depth_ = reply.parent_depth + 1u;
         depth_for_children_.store(depth_);
       }

@@ -121,7 +121,6 @@ class Daemon {
   MappingSlewer slewer_;
   // Parent's side of the latest samples.
   int64_t last_reply_raw_ns_ = 0;
-  int64_t parent_bound_ns_ = 0;
   uint32_t depth_ = 0;
   std::atomic<uint32_t> depth_for_children_{0};
   uint64_t inconsistencies_seen_ = 0;
