@@ -10,6 +10,11 @@
 #include <cstdio>
 #include <random>
 
+#include <unistd.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
 #include "client/clock.h"
 #include "clocksyncd/raw_clock.h"
 #include "spdlog/spdlog.h"
@@ -86,35 +91,81 @@ class Daemon::ModelClock : public daemon::LocalClock {
 };
 
 // The gRPC service's window on this node: a snapshot the sync loop refreshes
-// (thread-safe by the mutex). Membership (Join/Leave) is not wired yet:
-// trees are static (--parent).
+// (thread-safe by the mutex), and the membership agent once it runs.
 class Daemon::View : public NodeView {
  public:
   explicit View(const Daemon* daemon) : daemon_(daemon) {}
+  void SetAgent(MembershipAgent* agent) { agent_.store(agent); }
   NodeStatus Status() const override {
     std::lock_guard<std::mutex> lock(daemon_->snapshot_mu_);
     return daemon_->snapshot_;
   }
-  std::vector<NodeAddress> Children() const override { return {}; }
-  absl::StatusOr<JoinResponse> Join(const JoinRequest&, absl::Time) override {
-    return absl::UnimplementedError(
-        "this daemon has a static parent (--parent); joining is not wired yet");
+  std::vector<NodeAddress> Children() const override {
+    MembershipAgent* agent = agent_.load();
+    if (agent == nullptr) return {};
+    return agent->Children();
   }
-  absl::Status Leave(const LeaveRequest&) override {
-    return absl::UnimplementedError(
-        "this daemon has a static parent (--parent); leaving is not wired yet");
+  absl::StatusOr<JoinResponse> Join(const JoinRequest& request,
+                                    absl::Time) override {
+    MembershipAgent* agent = agent_.load();
+    if (agent == nullptr) return NoMembership();
+    return agent->HandleJoin(request);
+  }
+  absl::Status Leave(const LeaveRequest& request) override {
+    MembershipAgent* agent = agent_.load();
+    if (agent == nullptr) return NoMembership();
+    return agent->HandleLeave(request);
+  }
+  absl::StatusOr<HeartbeatResponse> Heartbeat(
+      const HeartbeatRequest& request) override {
+    MembershipAgent* agent = agent_.load();
+    if (agent == nullptr) return NoMembership();
+    return agent->HandleHeartbeat(request);
   }
 
  private:
+  absl::Status NoMembership() const {
+    return absl::UnimplementedError(absl::StrCat(
+        daemon_->config_.node_id,
+        " runs a static tree (--parent without --parent_grpc) and takes no "
+        "children through membership"));
+  }
   const Daemon* daemon_;
+  std::atomic<MembershipAgent*> agent_{nullptr};
 };
 
 std::string ValidateDaemonConfig(const DaemonConfig& c) {
   if (c.node_id.empty()) return "node_id: must not be empty";
-  if (c.master == !c.parent.empty()) {
-    return c.master ? "parent: a master has no parent"
-                    : "parent: required unless --master";
+  if (c.master && !c.parent.empty()) return "parent: a master has no parent";
+  if (c.master && !c.join.empty()) return "join: a master joins nobody";
+  if (!c.master && c.parent.empty() == c.join.empty()) {
+    return c.parent.empty()
+               ? "join: required unless --master or --parent (a static tree)"
+               : "join: give --join or --parent, not both";
   }
+  if (!c.parent_grpc.empty() && c.parent.empty()) {
+    return "parent_grpc: needs --parent (the pinned parent's probe address)";
+  }
+  for (const std::string& seed : c.join) {
+    const absl::Status valid = ValidateHostPort("join", seed);
+    if (!valid.ok()) return std::string(valid.message());
+  }
+  if (!c.parent_grpc.empty()) {
+    const absl::Status valid = ValidateHostPort("parent_grpc", c.parent_grpc);
+    if (!valid.ok()) return std::string(valid.message());
+  }
+  const bool membership = c.master || !c.join.empty() || !c.parent_grpc.empty();
+  if (membership && c.grpc_listen.empty()) {
+    return "grpc_listen: required for tree membership (--join, "
+           "--parent_grpc, or a master): other nodes join over gRPC";
+  }
+  if (c.max_children < 1 || c.max_children > 10000) {
+    return "max_children: must be 1..10000, got " + std::to_string(c.max_children);
+  }
+  if (c.missed_probes_for_loss < 1) {
+    return "missed_probes_for_loss: must be at least 1";
+  }
+  if (c.leave_grace_ns < 0) return "leave_grace: must not be negative";
   if (c.listen.empty()) return "listen: must not be empty";
   if (c.shm_path.empty()) return "shm_path: must not be empty";
   if (c.probe_interval_ns < 1'000'000 || c.probe_interval_ns > 60'000'000'000) {
@@ -151,6 +202,20 @@ std::string ValidateDaemonConfig(const DaemonConfig& c) {
     if (!daemon::ParseDelayInjection(c.inject_delay, &delay, &error)) {
       return "inject_delay: " + error;
     }
+  }
+  if (membership) {
+    MembershipConfig m;
+    m.self = {c.node_id, "x:1", "x:1"};
+    m.master = c.master;
+    m.max_children = c.max_children;
+    m.lease_ns = c.lease_ns;
+    for (const std::string& seed : c.join) m.seeds.push_back({"", "", seed});
+    if (!c.parent_grpc.empty()) m.pinned_parent = NodeRef{"", c.parent, c.parent_grpc};
+    MembershipAgentOptions o;
+    o.heartbeat_interval_ns = c.heartbeat_interval_ns;
+    o.child_timeout_ns = std::max<int64_t>(3'000'000'000, 10 * c.heartbeat_interval_ns);
+    const std::string invalid = ValidateMembershipAgentOptions(o, m);
+    if (!invalid.empty()) return invalid;
   }
   return "";
 }
@@ -193,6 +258,18 @@ absl::Status Daemon::Start() {
   absl::StatusOr<ShmPublisher> publisher = ShmPublisher::Open(config_.shm_path);
   if (!publisher.ok()) return publisher.status();
   publisher_.emplace(std::move(*publisher));
+  if (model_) {
+    // Test feature: local tracers stamp their events on this node's modeled
+    // clock, so they need its spec and origin (client/tracer.h).
+    const std::string path = config_.shm_path + ".model";
+    FILE* f = std::fopen(path.c_str(), "w");
+    if (f == nullptr) {
+      return absl::InternalError(absl::StrCat("cannot write ", path));
+    }
+    std::fprintf(f, "origin_raw_ns=%lld spec=%s\n",
+                 static_cast<long long>(start_raw_ns_), config_.clock_model.c_str());
+    std::fclose(f);
+  }
   absl::StatusOr<Clock> self = Clock::Open(config_.shm_path);
   if (!self.ok()) return self.status();
   depth_ = config_.master ? 0 : 1;
@@ -210,19 +287,11 @@ absl::Status Daemon::Start() {
   if (!responder.ok()) return responder.status();
   responder_ = std::move(*responder);
 
-  if (!config_.master) {
-    daemon::ProbeRequester::Options requester_options;
-    requester_options.parent_address = config_.parent;
-    requester_options.node_id = NodeIdHash();
-    requester_options.clock = local_clock_.get();
-    requester_options.delay = delay;
-    // A reply later than a few intervals is as good as lost.
-    requester_options.expiry_ns =
-        std::max<int64_t>(3 * config_.probe_interval_ns, 1'000'000'000);
-    absl::StatusOr<std::unique_ptr<daemon::ProbeRequester>> requester =
-        daemon::ProbeRequester::Create(requester_options);
-    if (!requester.ok()) return requester.status();
-    requester_ = std::move(*requester);
+  delay_ = delay;
+  if (!config_.parent.empty()) {
+    // A pinned parent: probe it from the start.
+    const absl::Status created = RetargetRequester(config_.parent);
+    if (!created.ok()) return created;
   }
   if (!config_.grpc_listen.empty() || !config_.admin_socket.empty()) {
     UpdateSnapshot(daemon::RawNowNs());
@@ -232,22 +301,111 @@ absl::Status Daemon::Start() {
         config_.grpc_listen, config_.admin_socket, view_.get());
     if (!served.ok()) return served;
   }
+  if (config_.master || !config_.join.empty() || !config_.parent_grpc.empty()) {
+    MembershipConfig m;
+    m.self.node_id = config_.node_id;
+    m.self.probe_address = AdvertisedAddress(config_.listen, responder_->port());
+    m.self.grpc_address =
+        AdvertisedAddress(config_.grpc_listen, status_server_->tcp_port());
+    m.master = config_.master;
+    m.max_children = config_.max_children;
+    m.lease_ns = config_.lease_ns;
+    m.missed_probes_for_loss = config_.missed_probes_for_loss;
+    for (const std::string& seed : config_.join) m.seeds.push_back({"", "", seed});
+    if (!config_.parent_grpc.empty()) {
+      m.pinned_parent = NodeRef{"", config_.parent, config_.parent_grpc};
+    }
+    MembershipAgentOptions o;
+    o.heartbeat_interval_ns = config_.heartbeat_interval_ns;
+    o.child_timeout_ns =
+        std::max<int64_t>(3'000'000'000, 10 * config_.heartbeat_interval_ns);
+    o.parent_silence_for_loss_ns =
+        config_.missed_probes_for_loss * config_.probe_interval_ns;
+    o.probe_sender_id = NodeIdHash();
+    spdlog::info("{}: membership as {} (probes {}, gRPC {}), max {} children{}",
+                 config_.node_id, config_.master ? "master" : "node",
+                 m.self.probe_address, m.self.grpc_address, m.max_children,
+                 config_.join.empty()
+                     ? ""
+                     : absl::StrCat(", seeds ", absl::StrJoin(config_.join, ",")));
+    agent_ = std::make_unique<MembershipAgent>(std::move(m), o);
+    view_->SetAgent(agent_.get());
+    agent_->Start();
+  }
   responder_thread_ = std::thread([this] {
     const absl::Status served = responder_->Serve(responder_stop_);
     if (!served.ok()) {
       spdlog::error("probe responder stopped: {}", served.ToString());
     }
   });
-  spdlog::info("clocksyncd {}: {} , probes answered on port {}, mapping in {}",
+  spdlog::info("clocksyncd {}: {}, probes answered on port {}, mapping in {}",
                config_.node_id,
                config_.master ? "master (its clock is global time)"
-                              : "node, parent " + config_.parent,
+               : config_.parent.empty()
+                   ? "node joining through " + absl::StrJoin(config_.join, ",")
+                   : "node, pinned parent " + config_.parent,
                responder_->port(), config_.shm_path);
   return absl::OkStatus();
 }
 
 uint64_t Daemon::NodeIdHash() const {
   return std::hash<std::string>()(config_.node_id);
+}
+
+std::string Daemon::AdvertisedAddress(const std::string& listen,
+                                      int port) const {
+  std::string host = config_.advertise_host;
+  if (host.empty()) {
+    const size_t colon = listen.rfind(':');
+    host = colon == std::string::npos ? listen : listen.substr(0, colon);
+    if (host.empty() || host == "0.0.0.0" || host == "[::]" || host == "::") {
+      char name[256] = {};
+      gethostname(name, sizeof(name) - 1);
+      host = name;
+    }
+  }
+  if (host.find(':') != std::string::npos && host.front() != '[') {
+    host = "[" + host + "]";
+  }
+  return absl::StrCat(host, ":", port);
+}
+
+absl::Status Daemon::RetargetRequester(const std::string& probe_address) {
+  if (requester_) {
+    if (requester_->parent_address() == probe_address) return absl::OkStatus();
+    probes_sent_before_ += requester_->counters().sent.load();
+    probes_answered_before_ += requester_->counters().answered.load();
+    probes_lost_before_ += requester_->counters().lost.load();
+  }
+  daemon::ProbeRequester::Options options;
+  options.parent_address = probe_address;
+  options.node_id = NodeIdHash();
+  options.clock = local_clock_.get();
+  options.delay = delay_;
+  // A reply later than a few intervals is as good as lost.
+  options.expiry_ns = std::max<int64_t>(3 * config_.probe_interval_ns, 1'000'000'000);
+  absl::StatusOr<std::unique_ptr<daemon::ProbeRequester>> requester =
+      daemon::ProbeRequester::Create(options);
+  if (!requester.ok()) return requester.status();
+  requester_ = std::move(*requester);
+  // The estimator keeps its window: every sample bounds global time,
+  // whichever parent it came from (each is widened by that parent's bound).
+  spdlog::info("{}: probing {}", config_.node_id, probe_address);
+  return absl::OkStatus();
+}
+
+bool Daemon::ShouldEnd() {
+  if (stop_now_.load()) return true;
+  if (!stop_.load()) return false;
+  if (!agent_) return true;
+  if (!leave_thread_.joinable()) {
+    // Leave in another thread: our children keep probing us meanwhile.
+    leave_thread_ = std::thread([this] {
+      agent_->LeaveAndStop(config_.leave_grace_ns);
+      leave_done_.store(true);
+    });
+  }
+  return leave_done_.load();
 }
 
 void Daemon::Run() {
@@ -260,11 +418,12 @@ void Daemon::Run() {
 }
 
 void Daemon::RunMaster() {
-  while (!stop_.load()) {
+  while (!ShouldEnd()) {
     const int64_t raw = daemon::RawNowNs();
     PublishMaster(raw);
     WriteStatus(raw);
-    std::this_thread::sleep_for(std::chrono::nanoseconds(config_.probe_interval_ns));
+    std::this_thread::sleep_for(std::chrono::nanoseconds(
+        std::min<int64_t>(config_.probe_interval_ns, 50'000'000)));
   }
 }
 
@@ -291,13 +450,34 @@ void Daemon::RunNode() {
   std::uniform_real_distribution<double> jitter(-config_.probe_jitter,
                                                 config_.probe_jitter);
   int64_t next_probe = daemon::RawNowNs();
-  while (!stop_.load()) {
+  while (!ShouldEnd()) {
+    if (agent_) {
+      const MembershipAgent::ProbeTarget target = agent_->probe_target();
+      if (target.generation != target_generation_ && target.parent) {
+        const absl::Status retargeted =
+            RetargetRequester(target.parent->probe_address);
+        if (retargeted.ok()) {
+          target_generation_ = target.generation;
+          next_probe = daemon::RawNowNs();
+        } else if (raw_error_logs_++ < 10) {
+          spdlog::warn("{}: cannot probe {}: {}", config_.node_id,
+                       target.parent->probe_address, retargeted.ToString());
+        }
+      }
+    }
     const int64_t now = daemon::RawNowNs();
+    if (!requester_) {
+      // Not attached yet: nothing to probe.
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      PublishNode(now);
+      WriteStatus(now);
+      continue;
+    }
     if (now >= next_probe) {
       const absl::Status sent = requester_->SendProbe();
       if (!sent.ok() && raw_error_logs_++ < 10) {
         spdlog::warn("{}: probe to {} not sent: {}", config_.node_id,
-                     config_.parent, sent.ToString());
+                     requester_->parent_address(), sent.ToString());
       }
       next_probe = now + static_cast<int64_t>(config_.probe_interval_ns *
                                               (1 + jitter(rng)));
@@ -306,6 +486,7 @@ void Daemon::RunNode() {
         std::clamp<int64_t>((next_probe - now) / 1'000'000, 0, 100));
     const absl::StatusOr<int> polled =
         requester_->Poll(timeout_ms, [&](const daemon::ProbeResult& reply) {
+      if (agent_) agent_->OnProbeAnswered(daemon::RawNowNs());
       if (reply.parent_state == CLOCKSYNC_STATE_UNSYNCED ||
           reply.parent_state == CLOCKSYNC_STATE_UNSPECIFIED) {
         // The parent has no global time yet: its stamps mean nothing.
@@ -321,6 +502,10 @@ void Daemon::RunNode() {
         depth_for_children_.store(depth_);
       }
     });
+    if (agent_) {
+      const int64_t rtt = estimator_.stats().min_round_trip_ns;
+      agent_->SetParentRoundTripNs(rtt > 0 ? rtt : -1);
+    }
     if (!polled.ok() && raw_error_logs_++ < 10) {
       spdlog::warn("{}: receiving replies failed: {}", config_.node_id,
                    polled.status().ToString());
@@ -384,14 +569,24 @@ void Daemon::UpdateSnapshot(int64_t raw_ns) {
   st.set_node_id(config_.node_id);
   st.set_role(config_.master ? ROLE_MASTER : ROLE_NODE);
   st.set_depth(depth_);
-  st.set_parent(config_.parent);
+  st.set_parent(requester_ ? requester_->parent_address() : config_.parent);
+  if (agent_) {
+    const MembershipAgent::Snapshot m = agent_->snapshot();
+    if (m.state == MembershipState::kAttached) st.set_depth(m.depth);
+    for (const NodeRef& a : m.ancestors) *st.add_ancestors() = ToProto(a);
+    st.set_children_count(m.children);
+    st.set_probe_address(agent_->self().probe_address);
+    st.set_grpc_address(agent_->self().grpc_address);
+  }
   st.set_state(static_cast<SyncState>(published_state_));
   st.set_holdover(published_state_ == CLOCKSYNC_STATE_HOLDOVER);
   st.set_error_bound_ns(published_bound_ns_);
   st.set_uptime_ns(raw_ns - start_raw_ns_);
   st.set_version(kClocksyncVersion);
-  st.set_probe_address(config_.listen);
-  st.set_grpc_address(config_.grpc_listen);
+  if (!agent_) {
+    st.set_probe_address(config_.listen);
+    st.set_grpc_address(config_.grpc_listen);
+  }
   if (publisher_ && slewer_.synchronized()) {
     st.set_global_time_ns(slewer_.PublishedAt(raw_ns));
   }
@@ -414,11 +609,16 @@ void Daemon::UpdateSnapshot(int64_t raw_ns) {
       st.set_last_inconsistency("samples contradicted every line (a clock "
                                 "step or bend); the window was cut");
     }
+    uint64_t sent = probes_sent_before_, answered = probes_answered_before_,
+             lost = probes_lost_before_;
     if (requester_) {
-      st.set_probes_sent(requester_->counters().sent.load());
-      st.set_probes_answered(requester_->counters().answered.load());
-      st.set_probes_lost(requester_->counters().lost.load());
+      sent += requester_->counters().sent.load();
+      answered += requester_->counters().answered.load();
+      lost += requester_->counters().lost.load();
     }
+    st.set_probes_sent(sent);
+    st.set_probes_answered(answered);
+    st.set_probes_lost(lost);
     if (last_reply_raw_ns_ > 0) {
       st.set_last_answer_age_ns(raw_ns - last_reply_raw_ns_);
     }
@@ -442,9 +642,11 @@ void Daemon::WriteStatus(int64_t raw_ns) {
           "{} samples ({:.0f} s) sent {} answered {} lost {}",
           config_.node_id, StateName(published_state_), depth_, e.offset_ns,
           e.drift_ppb, published_bound_ns_, est.window_samples(),
-          est.window_span_ns() * 1e-9, requester_->counters().sent.load(),
-          requester_->counters().answered.load(),
-          requester_->counters().lost.load());
+          est.window_span_ns() * 1e-9,
+          probes_sent_before_ + (requester_ ? requester_->counters().sent.load() : 0),
+          probes_answered_before_ +
+              (requester_ ? requester_->counters().answered.load() : 0),
+          probes_lost_before_ + (requester_ ? requester_->counters().lost.load() : 0));
     }
   }
   if (config_.status_file.empty() || raw_ns < next_status_raw_ns_) return;
@@ -465,6 +667,8 @@ void Daemon::WriteStatus(int64_t raw_ns) {
 }
 
 void Daemon::Shutdown() {
+  if (leave_thread_.joinable()) leave_thread_.join();
+  if (agent_) agent_->Stop();
   if (status_server_) {
     status_server_->Shutdown(absl::Now() + absl::Seconds(1));
     status_server_.reset();
@@ -476,9 +680,11 @@ void Daemon::Shutdown() {
   requester_.reset();
   responder_.reset();
   published_time_.reset();
+  agent_.reset();
   if (publisher_) {
     publisher_->Close();
     publisher_.reset();
+    if (model_) std::remove((config_.shm_path + ".model").c_str());
     if (!config_.status_file.empty()) std::remove(config_.status_file.c_str());
     spdlog::info("clocksyncd {}: stopped, {} removed", config_.node_id,
                  config_.shm_path);

@@ -23,9 +23,11 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "clocksyncd/mapping_slewer.h"
+#include "clocksyncd/membership_agent.h"
 #include "clocksyncd/probe_transport.h"
 #include "clocksyncd/shm_publisher.h"
 #include "clocksyncd/status_service.h"
@@ -37,7 +39,21 @@ namespace clocksync {
 struct DaemonConfig {
   std::string node_id;
   bool master = false;
+  // Membership (docs/MEMBERSHIP.md). A non-master has --join seeds (gRPC
+  // addresses), or a pinned --parent (probe address), optionally with the
+  // pinned parent's gRPC address (then it joins it as a pinned child).
+  std::vector<std::string> join;
   std::string parent;                    // host:port of the parent's probes.
+  std::string parent_grpc;               // host:port of its gRPC service.
+  int max_children = 16;
+  // How others reach this node; empty: the host of `listen`, or the host
+  // name when that is a wildcard.
+  std::string advertise_host;
+  int64_t heartbeat_interval_ns = 200'000'000;
+  int64_t lease_ns = 3'000'000'000;
+  int missed_probes_for_loss = 10;
+  // On Stop(): longest wait for the children to re-attach elsewhere.
+  int64_t leave_grace_ns = 5'000'000'000;
   std::string listen = "0.0.0.0:3190";   // Where this node answers probes.
   // gRPC status service (clocksyncctl); empty = none.
   std::string grpc_listen = "0.0.0.0:3191";
@@ -76,8 +92,14 @@ class Daemon {
   absl::Status Start();
   // Runs the sync loop until Stop(); then shuts down in reverse order.
   void Run();
-  // Safe from any thread.
+  // Leave the tree cleanly (hand the children to our parent, tell it),
+  // then end Run(). Safe from any thread.
   void Stop() { stop_.store(true); }
+  // End Run() at once, without telling anyone. Safe from any thread.
+  void StopNow() {
+    stop_.store(true);
+    stop_now_.store(true);
+  }
 
   // The UDP port probes are answered on (after Start()).
   int probe_port() const;
@@ -100,6 +122,11 @@ class Daemon {
 
   DaemonConfig config_;
   std::atomic<bool> stop_{false};
+  std::atomic<bool> stop_now_{false};
+  // True once Run() may end: Stop() seen and the leave (if any) done.
+  bool ShouldEnd();
+  std::thread leave_thread_;
+  std::atomic<bool> leave_done_{false};
   DaemonStats stats_;
   int64_t start_raw_ns_ = 0;
   int64_t realtime_offset_ns_ = 0;  // Master: global = raw + offset.
@@ -109,6 +136,15 @@ class Daemon {
   std::unique_ptr<PublishedTime> published_time_;
   std::unique_ptr<daemon::ProbeResponder> responder_;
   std::unique_ptr<daemon::ProbeRequester> requester_;
+  // Counters of requesters replaced after a parent change.
+  uint64_t probes_sent_before_ = 0;
+  uint64_t probes_answered_before_ = 0;
+  uint64_t probes_lost_before_ = 0;
+  uint64_t target_generation_ = 0;
+  std::unique_ptr<MembershipAgent> agent_;
+  daemon::DelayInjection delay_;
+  absl::Status RetargetRequester(const std::string& probe_address);
+  std::string AdvertisedAddress(const std::string& listen, int port) const;
   std::unique_ptr<View> view_;
   std::unique_ptr<StatusServer> status_server_;
   // What the gRPC threads read: a copy refreshed by the sync loop.

@@ -9,6 +9,7 @@
 
 #include <iostream>
 #include <string>
+#include <vector>
 #include <thread>
 
 #include "absl/flags/flag.h"
@@ -21,7 +22,30 @@
 
 ABSL_FLAG(std::string, node_id, "", "This node's name (unique in the tree).");
 ABSL_FLAG(bool, master, false, "This node's clock defines global time.");
-ABSL_FLAG(std::string, parent, "", "HOST:PORT of the parent's probe port.");
+ABSL_FLAG(std::vector<std::string>, join, {},
+          "HOST:PORT[,HOST:PORT...]: gRPC addresses of nodes already in the "
+          "tree (the master is enough); the node asks them to place it.");
+ABSL_FLAG(std::string, parent, "",
+          "HOST:PORT of a pinned parent's probe port (a static tree; no "
+          "membership unless --parent_grpc is given too).");
+ABSL_FLAG(std::string, parent_grpc, "",
+          "HOST:PORT of the pinned parent's gRPC service: the node joins it "
+          "as a pinned child (listed in its tree, never redirected).");
+ABSL_FLAG(int, max_children, 16,
+          "Children accepted before newcomers are sent further down.");
+ABSL_FLAG(std::string, advertise_host, "",
+          "Host name or address other nodes use to reach this one (default: "
+          "the host of --listen, or this machine's host name when that is a "
+          "wildcard).");
+ABSL_FLAG(absl::Duration, heartbeat_interval, absl::Milliseconds(200),
+          "Time between two heartbeats to the parent (lease renewals).");
+ABSL_FLAG(absl::Duration, lease, absl::Seconds(3),
+          "Attachment lease granted by the master; also how long a node with "
+          "children waits before rejoining after losing its parent.");
+ABSL_FLAG(int, missed_probes_for_loss, 10,
+          "Probe intervals without an answer after which the parent is lost.");
+ABSL_FLAG(absl::Duration, leave_grace, absl::Seconds(5),
+          "On shutdown, longest wait for the children to re-attach elsewhere.");
 ABSL_FLAG(std::string, listen, "0.0.0.0:3190",
           "HOST:PORT where this node answers its children's probes.");
 ABSL_FLAG(std::string, grpc_listen, "0.0.0.0:3191",
@@ -66,13 +90,25 @@ int main(int argc, char** argv) {
       "clocksyncd: keeps a global timescale across a tree of nodes and "
       "publishes it in shared memory.\n"
       "  master:  clocksyncd --master --node_id=m --listen=0.0.0.0:3190\n"
-      "  node:    clocksyncd --node_id=n1 --parent=10.0.0.1:3190 "
-      "--listen=0.0.0.0:3190\n");
+      "  node:    clocksyncd --node_id=n1 --join=10.0.0.1:3191\n"
+      "  static:  clocksyncd --node_id=n1 --parent=10.0.0.1:3190\n"
+      "SIGINT/SIGTERM leave the tree cleanly (children are handed to this "
+      "node's parent first); a second signal stops at once.\n");
   absl::ParseCommandLine(argc, argv);
   clocksync::DaemonConfig config;
   config.node_id = absl::GetFlag(FLAGS_node_id);
   config.master = absl::GetFlag(FLAGS_master);
   config.parent = absl::GetFlag(FLAGS_parent);
+  config.join = absl::GetFlag(FLAGS_join);
+  config.parent_grpc = absl::GetFlag(FLAGS_parent_grpc);
+  config.max_children = absl::GetFlag(FLAGS_max_children);
+  config.advertise_host = absl::GetFlag(FLAGS_advertise_host);
+  config.heartbeat_interval_ns =
+      absl::ToInt64Nanoseconds(absl::GetFlag(FLAGS_heartbeat_interval));
+  config.lease_ns = absl::ToInt64Nanoseconds(absl::GetFlag(FLAGS_lease));
+  config.missed_probes_for_loss = absl::GetFlag(FLAGS_missed_probes_for_loss);
+  config.leave_grace_ns =
+      absl::ToInt64Nanoseconds(absl::GetFlag(FLAGS_leave_grace));
   config.listen = absl::GetFlag(FLAGS_listen);
   config.shm_path = absl::GetFlag(FLAGS_shm_path);
   config.grpc_listen = absl::GetFlag(FLAGS_grpc_listen);
@@ -125,10 +161,19 @@ int main(int argc, char** argv) {
   sd_notify(0, "READY=1");
   std::atomic<bool> stopping{false};
   std::thread signal_thread([&daemon, &stopping, signals] {
-    int signal = 0;
-    sigwait(&signals, &signal);
-    if (!stopping.load()) spdlog::info("signal {}: shutting down", signal);
-    daemon.Stop();
+    for (int received = 0;; ++received) {
+      int signal = 0;
+      sigwait(&signals, &signal);
+      if (stopping.load()) return;
+      if (received == 0) {
+        spdlog::info("signal {}: leaving the tree, then shutting down (a "
+                     "second signal stops at once)", signal);
+        daemon.Stop();
+      } else {
+        spdlog::warn("signal {}: shutting down at once", signal);
+        daemon.StopNow();
+      }
+    }
   });
   daemon.Run();
   sd_notify(0, "STOPPING=1");

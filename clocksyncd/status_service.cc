@@ -174,7 +174,28 @@ absl::Status ValidateJoinRequest(const JoinRequest& request) {
                             request.avoid_ids(i));
     if (!status.ok()) return status;
   }
+  if (request.has_max_depth() && request.max_depth() < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "max_depth: must be >= 1 when set, got ", request.max_depth()));
+  }
   return absl::OkStatus();
+}
+
+absl::Status ValidateHeartbeatRequest(const HeartbeatRequest& request) {
+  absl::Status status = ValidateNodeId("node_id", request.node_id());
+  if (status.ok() && request.subtree_size() < 1) {
+    status = absl::InvalidArgumentError(absl::StrCat(
+        "subtree_size: must be >= 1, got ", request.subtree_size()));
+  }
+  if (status.ok() && request.free_slot_depth() < 0) {
+    status = absl::InvalidArgumentError(absl::StrCat(
+        "free_slot_depth: must be >= 0, got ", request.free_slot_depth()));
+  }
+  if (status.ok() && request.rtt_ns() < -1) {
+    status = absl::InvalidArgumentError(absl::StrCat(
+        "rtt_ns: must be >= -1 (-1: unknown), got ", request.rtt_ns()));
+  }
+  return status;
 }
 
 absl::Status ValidateLeaveRequest(const LeaveRequest& request) {
@@ -530,6 +551,17 @@ grpc::Status HandleLeave(const HandlerEnv& env, const LeaveRequest& request) {
   return ToGrpc(env.view->Leave(request));
 }
 
+grpc::Status HandleHeartbeat(const HandlerEnv& env,
+                             const HeartbeatRequest& request,
+                             HeartbeatResponse* response) {
+  const absl::Status valid = ValidateHeartbeatRequest(request);
+  if (!valid.ok()) return ToGrpc(valid);
+  absl::StatusOr<HeartbeatResponse> answer = env.view->Heartbeat(request);
+  if (!answer.ok()) return ToGrpc(answer.status());
+  *response = *std::move(answer);
+  return grpc::Status::OK;
+}
+
 }  // namespace
 
 namespace status_internal {
@@ -561,6 +593,11 @@ class ServiceImpl final : public Clocksync::Service {
   grpc::Status Leave(grpc::ServerContext* context, const LeaveRequest* request,
                      LeaveResponse* response) override {
     return HandleLeave(env_, *request);
+  }
+  grpc::Status Heartbeat(grpc::ServerContext* context,
+                         const HeartbeatRequest* request,
+                         HeartbeatResponse* response) override {
+    return HandleHeartbeat(env_, *request, response);
   }
 
  private:

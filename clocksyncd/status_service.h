@@ -12,9 +12,10 @@
 //                reserve per hop, at most topology_hop_timeout per level
 //                below), merged into one flat list with each node once;
 //                children that do not answer in time are listed unreachable.
-//   Join, Leave  validated, then forwarded to NodeView (membership lives in
-//                the daemon); refused with PERMISSION_DENIED on TCP when
-//                admin_on_unix_only is set.
+//   Join, Leave, Heartbeat
+//                validated, then forwarded to NodeView (membership lives in
+//                the daemon); Join and Leave are refused with
+//                PERMISSION_DENIED on TCP when admin_on_unix_only is set.
 // Every request is validated first; a bad one gets INVALID_ARGUMENT with a
 // reason naming the field ("interval_ms: must be 50..60000, got 10").
 //
@@ -86,6 +87,12 @@ class NodeView {
   // NOT_FOUND when the sender is neither a child nor the parent;
   // UNIMPLEMENTED while the daemon has no membership.
   virtual absl::Status Leave(const LeaveRequest& request) = 0;
+
+  // A child's heartbeat (Membership::OnChildHeard, AttachmentForChild).
+  // `request` is already validated. NOT_FOUND when the sender is not a
+  // child; UNIMPLEMENTED while the daemon has no membership.
+  virtual absl::StatusOr<HeartbeatResponse> Heartbeat(
+      const HeartbeatRequest& request) = 0;
 };
 
 // Limits of the requests (proto/clocksync.proto states them too).

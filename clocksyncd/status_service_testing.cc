@@ -112,4 +112,9 @@ absl::Status FakeNodeView::Leave(const LeaveRequest& request) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<HeartbeatResponse> FakeNodeView::Heartbeat(
+    const HeartbeatRequest& request) {
+  return absl::UnimplementedError("this fake node has no membership");
+}
+
 }  // namespace clocksync

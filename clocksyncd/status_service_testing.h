@@ -52,6 +52,9 @@ class FakeNodeView : public NodeView {
   absl::StatusOr<JoinResponse> Join(const JoinRequest& request,
                                     absl::Time deadline) override;
   absl::Status Leave(const LeaveRequest& request) override;
+  // UNIMPLEMENTED, like a daemon without membership.
+  absl::StatusOr<HeartbeatResponse> Heartbeat(
+      const HeartbeatRequest& request) override;
 
  private:
   mutable absl::Mutex mu_;

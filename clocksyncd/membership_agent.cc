@@ -1,0 +1,695 @@
+// MembershipAgent: see membership_agent.h.
+
+#include "clocksyncd/membership_agent.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "clocksyncd/probe_transport.h"
+#include "clocksyncd/raw_clock.h"
+#include "spdlog/spdlog.h"
+
+namespace clocksync {
+namespace {
+
+JoinRejectReason ToProto(RejectReason reason) {
+  switch (reason) {
+    case RejectReason::kWouldFormCycle:
+      return JOIN_REJECT_REASON_WOULD_FORM_CYCLE;
+    case RejectReason::kNotAttached:
+      return JOIN_REJECT_REASON_NOT_ATTACHED;
+    case RejectReason::kFull:
+      return JOIN_REJECT_REASON_FULL;
+    case RejectReason::kInvalid:
+      return JOIN_REJECT_REASON_INVALID;
+    case RejectReason::kTooDeep:
+      return JOIN_REJECT_REASON_TOO_DEEP;
+    case RejectReason::kNone:
+      break;
+  }
+  return JOIN_REJECT_REASON_UNSPECIFIED;
+}
+
+RejectReason FromProto(JoinRejectReason reason) {
+  switch (reason) {
+    case JOIN_REJECT_REASON_WOULD_FORM_CYCLE:
+      return RejectReason::kWouldFormCycle;
+    case JOIN_REJECT_REASON_NOT_ATTACHED:
+      return RejectReason::kNotAttached;
+    case JOIN_REJECT_REASON_FULL:
+      return RejectReason::kFull;
+    case JOIN_REJECT_REASON_INVALID:
+      return RejectReason::kInvalid;
+    case JOIN_REJECT_REASON_TOO_DEEP:
+      return RejectReason::kTooDeep;
+    default:
+      break;
+  }
+  return RejectReason::kNone;
+}
+
+std::string Describe(const NodeRef& ref) {
+  if (!ref.node_id.empty()) return ref.node_id;
+  return "seed " + ref.grpc_address;
+}
+
+std::chrono::system_clock::time_point DeadlineIn(int64_t ns) {
+  return std::chrono::system_clock::now() + std::chrono::nanoseconds(ns);
+}
+
+absl::Status FromGrpc(const grpc::Status& status, const std::string& what) {
+  if (status.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                      absl::StrCat(what, ": ", status.error_message()));
+}
+
+}  // namespace
+
+NodeAddress ToProto(const NodeRef& ref) {
+  NodeAddress a;
+  a.set_node_id(ref.node_id);
+  a.set_probe_address(ref.probe_address);
+  a.set_grpc_address(ref.grpc_address);
+  return a;
+}
+
+NodeRef FromProto(const NodeAddress& a) {
+  return NodeRef{a.node_id(), a.probe_address(), a.grpc_address()};
+}
+
+JoinRequestInfo FromProto(const JoinRequest& r) {
+  JoinRequestInfo info;
+  info.newcomer = FromProto(r.node());
+  info.subtree_size = std::max<int64_t>(1, r.subtree_size());
+  info.free_slot_depth = r.free_slot_depth();
+  info.pinned = r.pinned();
+  info.avoid_ids.assign(r.avoid_ids().begin(), r.avoid_ids().end());
+  info.max_depth = r.has_max_depth() ? r.max_depth() : -1;
+  return info;
+}
+
+JoinRequest ToProto(const JoinRequestInfo& info) {
+  JoinRequest r;
+  *r.mutable_node() = ToProto(info.newcomer);
+  r.set_subtree_size(info.subtree_size);
+  r.set_free_slot_depth(info.free_slot_depth);
+  r.set_pinned(info.pinned);
+  for (const std::string& id : info.avoid_ids) r.add_avoid_ids(id);
+  if (info.max_depth >= 0) r.set_max_depth(info.max_depth);
+  return r;
+}
+
+JoinResponse::Accepted ToProto(const Attachment& a) {
+  JoinResponse::Accepted p;
+  p.set_depth(a.depth);
+  for (const NodeRef& ref : a.ancestors) *p.add_ancestors() = ToProto(ref);
+  p.set_lease_remaining_ns(a.lease_remaining_ns);
+  p.set_landing_depth(a.landing_depth);
+  return p;
+}
+
+Attachment FromProto(const JoinResponse::Accepted& p) {
+  Attachment a;
+  a.depth = p.depth();
+  for (const NodeAddress& ref : p.ancestors()) a.ancestors.push_back(FromProto(ref));
+  a.lease_remaining_ns = p.lease_remaining_ns();
+  a.landing_depth = p.landing_depth();
+  return a;
+}
+
+JoinResponse ToProto(const JoinDecision& d) {
+  JoinResponse r;
+  switch (d.kind) {
+    case JoinDecision::Kind::kAccepted:
+      *r.mutable_accepted() = ToProto(d.attachment);
+      break;
+    case JoinDecision::Kind::kRedirect:
+      *r.mutable_redirect_to() = ToProto(d.redirect_to);
+      for (const NodeRef& ref : d.alternatives) *r.add_alternatives() = ToProto(ref);
+      break;
+    case JoinDecision::Kind::kRejected:
+      r.mutable_rejected()->set_reason(ToProto(d.reason));
+      r.mutable_rejected()->set_detail(d.detail);
+      break;
+  }
+  return r;
+}
+
+JoinDecision FromProto(const JoinResponse& r) {
+  JoinDecision d;
+  switch (r.outcome_case()) {
+    case JoinResponse::kAccepted:
+      d.kind = JoinDecision::Kind::kAccepted;
+      d.attachment = FromProto(r.accepted());
+      break;
+    case JoinResponse::kRedirectTo:
+      d.kind = JoinDecision::Kind::kRedirect;
+      d.redirect_to = FromProto(r.redirect_to());
+      for (const NodeAddress& a : r.alternatives()) d.alternatives.push_back(FromProto(a));
+      break;
+    default:
+      d.kind = JoinDecision::Kind::kRejected;
+      d.reason = FromProto(r.rejected().reason());
+      d.detail = r.rejected().detail();
+      break;
+  }
+  return d;
+}
+
+std::string ValidateMembershipAgentOptions(const MembershipAgentOptions& o,
+                                           const MembershipConfig& config) {
+  if (o.heartbeat_interval_ns < 10'000'000) {
+    return "heartbeat_interval: must be at least 10ms";
+  }
+  if (config.lease_ns < 4 * o.heartbeat_interval_ns) {
+    return "lease: must be at least 4 heartbeat intervals (the lease is "
+           "renewed by heartbeats, one interval later at each level)";
+  }
+  if (o.rpc_timeout_ns <= 0) return "rpc_timeout: must be positive";
+  if (o.heartbeat_failures_for_loss < 1) {
+    return "heartbeat_failures_for_loss: must be at least 1";
+  }
+  if (o.child_timeout_ns < 2 * o.heartbeat_interval_ns) {
+    return "child_timeout: must be at least 2 heartbeat intervals";
+  }
+  return ValidateMembershipConfig(config);
+}
+
+// One channel per gRPC address, created on first use and kept (gRPC
+// reconnects by itself).
+class MembershipAgent::Channels {
+ public:
+  Clocksync::Stub* Stub(const std::string& address) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = stubs_.find(address);
+    if (it == stubs_.end()) {
+      grpc::ChannelArguments args;
+      // Fail fast and retry soon: a dead parent must be noticed quickly.
+      args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+      args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+      args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+      auto channel = grpc::CreateCustomChannel(
+          address, grpc::InsecureChannelCredentials(), args);
+      it = stubs_.emplace(address, Clocksync::NewStub(channel)).first;
+    }
+    return it->second.get();
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, std::unique_ptr<Clocksync::Stub>> stubs_;
+};
+
+MembershipAgent::MembershipAgent(MembershipConfig config,
+                                 MembershipAgentOptions options)
+    : self_(config.self),
+      options_(options),
+      channels_(std::make_unique<Channels>()),
+      membership_(std::move(config)) {
+  retry_ns_ = options_.retry_min_ns;
+}
+
+MembershipAgent::~MembershipAgent() { Stop(); }
+
+void MembershipAgent::Start() {
+  const int64_t now = daemon::RawNowNs();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!membership_.is_master()) {
+      // A previous run under this id may have granted leases still running
+      // in what was its subtree: wait them out before joining
+      // (docs/MEMBERSHIP.md, "Limits").
+      membership_.AssumeGrantedUntil(now + membership_.config().lease_ns);
+    }
+  }
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void MembershipAgent::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+bool MembershipAgent::Sleep(int64_t ns) {
+  std::unique_lock<std::mutex> lock(mu_);
+  wake_.wait_for(lock, std::chrono::nanoseconds(ns), [this] { return stop_; });
+  return !stop_;
+}
+
+void MembershipAgent::Loop() {
+  // Ticks often enough for heartbeats and loss detection; the work of a
+  // tick is mostly comparisons.
+  const int64_t tick_ns = std::min<int64_t>(options_.heartbeat_interval_ns / 2,
+                                            50'000'000);
+  while (Sleep(tick_ns)) {
+    Tick(daemon::RawNowNs());
+  }
+}
+
+void MembershipAgent::Tick(int64_t now) {
+  enum class Action { kNone, kJoin, kHeartbeat, kMoveUp };
+  Action action = Action::kNone;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (leaving_) return;
+    const std::vector<std::string> expired =
+        membership_.ExpireChildren(now, options_.child_timeout_ns);
+    for (const std::string& id : expired) {
+      spdlog::warn("{}: child {} silent for {} ms, dropped", self_.node_id, id,
+                   options_.child_timeout_ns / 1'000'000);
+    }
+    switch (membership_.state()) {
+      case MembershipState::kMaster:
+      case MembershipState::kLeft:
+        return;
+      case MembershipState::kDetached:
+        if (now >= membership_.RejoinAllowedAtNs() && now >= next_join_ns_) {
+          action = Action::kJoin;
+        }
+        break;
+      case MembershipState::kAttached: {
+        const int64_t last_answer =
+            std::max(last_probe_answer_ns_.load(), target_attached_ns_);
+        if (options_.parent_silence_for_loss_ns > 0 &&
+            now - last_answer > options_.parent_silence_for_loss_ns) {
+          LoseParentLocked(now, absl::StrCat("no probe answered for ",
+                                             (now - last_answer) / 1'000'000,
+                                             " ms"));
+          return;
+        }
+        if (membership_.ParentStale(now)) {
+          LoseParentLocked(now, "its lease has been expired too long (the "
+                                "parent is cut off from the master)");
+          return;
+        }
+        if (now >= next_heartbeat_ns_) {
+          action = Action::kHeartbeat;
+        } else if (membership_.ShouldMoveUp(now)) {
+          action = Action::kMoveUp;
+        }
+        break;
+      }
+    }
+  }
+  switch (action) {
+    case Action::kJoin:
+      RunJoinWalk(now, /*move_up=*/false);
+      break;
+    case Action::kHeartbeat:
+      SendHeartbeat(now);
+      break;
+    case Action::kMoveUp:
+      RunJoinWalk(now, /*move_up=*/true);
+      break;
+    case Action::kNone:
+      break;
+  }
+}
+
+void MembershipAgent::LoseParentLocked(int64_t now, const std::string& why) {
+  const std::optional<NodeRef> parent = membership_.parent();
+  membership_.OnParentLost(now);
+  ++parent_losses_;
+  heartbeat_failures_ = 0;
+  next_join_ns_ = 0;
+  retry_ns_ = options_.retry_min_ns;
+  spdlog::warn("{}: lost parent {}: {}; holding over, rejoining {}",
+               self_.node_id, parent ? parent->node_id : "?", why,
+               membership_.RejoinAllowedAtNs() > now
+                   ? absl::StrCat("in ", (membership_.RejoinAllowedAtNs() - now) /
+                                             1'000'000,
+                                  " ms (leases granted below must run out)")
+                   : std::string("now"));
+}
+
+void MembershipAgent::SetProbeTargetLocked(const NodeRef& parent, int64_t now) {
+  if (!target_.parent || target_.parent->probe_address != parent.probe_address) {
+    ++target_.generation;
+  }
+  target_.parent = parent;
+  target_attached_ns_ = now;
+}
+
+absl::StatusOr<JoinResponse> MembershipAgent::CallJoin(
+    const NodeRef& target, const JoinRequestInfo& request) {
+  grpc::ClientContext context;
+  context.set_deadline(DeadlineIn(options_.rpc_timeout_ns));
+  JoinResponse response;
+  const grpc::Status status = channels_->Stub(target.grpc_address)
+                                  ->Join(&context, ToProto(request), &response);
+  if (!status.ok()) {
+    return FromGrpc(status, absl::StrCat("Join at ", Describe(target), " (",
+                                         target.grpc_address, ")"));
+  }
+  return response;
+}
+
+absl::Status MembershipAgent::CallLeave(const NodeRef& target,
+                                        const std::string& reason,
+                                        const std::optional<NodeRef>& successor) {
+  grpc::ClientContext context;
+  context.set_deadline(DeadlineIn(options_.rpc_timeout_ns));
+  LeaveRequest request;
+  request.set_node_id(self_.node_id);
+  request.set_reason(reason);
+  if (successor) *request.mutable_successor() = ToProto(*successor);
+  LeaveResponse response;
+  const grpc::Status status =
+      channels_->Stub(target.grpc_address)->Leave(&context, request, &response);
+  return FromGrpc(status, absl::StrCat("Leave at ", Describe(target)));
+}
+
+int64_t MembershipAgent::MeasureRttNs(const NodeRef& ref) {
+  if (ref.probe_address.empty()) return -1;
+  auto cached = rtt_cache_ns_.find(ref.node_id);
+  if (cached != rtt_cache_ns_.end()) return cached->second;
+  daemon::ProbeRequester::Options options;
+  options.parent_address = ref.probe_address;
+  options.node_id = options_.probe_sender_id;
+  options.expiry_ns = 50'000'000;
+  absl::StatusOr<std::unique_ptr<daemon::ProbeRequester>> requester =
+      daemon::ProbeRequester::Create(options);
+  int64_t best = -1;
+  if (requester.ok()) {
+    // Three exchanges, one at a time; the shortest round trip (minus the
+    // other side's turnaround) is the least disturbed by queuing.
+    for (int i = 0; i < 3; ++i) {
+      if (!(*requester)->SendProbe().ok()) break;
+      const absl::StatusOr<int> got =
+          (*requester)->Poll(30, [&](const daemon::ProbeResult& r) {
+            const int64_t rtt = (r.sample.t4_ns - r.sample.t1_ns) -
+                                (r.sample.t3_ns - r.sample.t2_ns);
+            if (best < 0 || rtt < best) best = std::max<int64_t>(rtt, 0);
+          });
+      if (!got.ok()) break;
+    }
+  }
+  rtt_cache_ns_[ref.node_id] = best;
+  return best;
+}
+
+void MembershipAgent::RunJoinWalk(int64_t now, bool move_up) {
+  std::optional<JoinWalk> walk;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    walk.emplace(move_up ? membership_.StartMoveUp(now)
+                         : membership_.StartJoin(now));
+  }
+  rtt_cache_ns_.clear();
+  std::vector<std::string> trail;
+  while (const NodeRef* target = walk->target()) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stop_ || leaving_) return;
+    }
+    const NodeRef asked = *target;
+    const JoinRequestInfo request = walk->request();
+    const int64_t sent = daemon::RawNowNs();
+    absl::StatusOr<JoinResponse> response = CallJoin(asked, request);
+    if (!response.ok()) {
+      trail.push_back(absl::StrCat(Describe(asked), ": ",
+                                   response.status().message()));
+      walk->OnFailed();
+      continue;
+    }
+    const JoinDecision decision = FromProto(*response);
+    if (decision.kind == JoinDecision::Kind::kRedirect) {
+      trail.push_back(absl::StrCat(Describe(asked), " redirected to ",
+                                   decision.redirect_to.node_id));
+      if (options_.measure_rtt && decision.alternatives.size() > 1) {
+        walk->OnRedirect(decision,
+                         [this](const NodeRef& ref) { return MeasureRttNs(ref); });
+      } else {
+        walk->OnRedirect(decision);
+      }
+      continue;
+    }
+    if (decision.kind == JoinDecision::Kind::kRejected) {
+      trail.push_back(absl::StrCat(Describe(asked), " refused: ",
+                                   RejectReasonName(decision.reason), " ",
+                                   decision.detail));
+      walk->OnFailed();
+      continue;
+    }
+    // Accepted.
+    std::optional<NodeRef> tell_left;
+    std::optional<NodeRef> old_parent;
+    absl::Status adopted;
+    NodeRef parent;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (move_up) {
+        absl::StatusOr<NodeRef> old = membership_.OnMovedUp(decision.attachment, sent);
+        adopted = old.status();
+        if (old.ok()) old_parent = *old;
+      } else {
+        adopted = membership_.OnAttached(decision.attachment, sent);
+      }
+      if (adopted.ok()) {
+        parent = *membership_.parent();
+        SetProbeTargetLocked(parent, daemon::RawNowNs());
+        ++joins_;
+        heartbeat_failures_ = 0;
+        next_heartbeat_ns_ = 0;
+        retry_ns_ = options_.retry_min_ns;
+        tell_left = std::move(left_parent_);
+        left_parent_.reset();
+      }
+    }
+    if (!adopted.ok()) {
+      // A stale acceptance (we moved on meanwhile): undo it.
+      spdlog::warn("{}: acceptance by {} not taken: {}", self_.node_id,
+                   Describe(asked), std::string(adopted.message()));
+      const absl::Status undone = CallLeave(asked, "acceptance not taken", {});
+      if (!undone.ok()) spdlog::debug("{}", std::string(undone.message()));
+      walk->OnFailed();
+      continue;
+    }
+    spdlog::info("{}: {} {} (depth {}, after {} join messages{})",
+                 self_.node_id, move_up ? "moved up to" : "attached to",
+                 parent.node_id, decision.attachment.depth, walk->hops() + 1,
+                 trail.empty() ? "" : absl::StrCat(": ", absl::StrJoin(trail, "; ")));
+    if (old_parent) {
+      const absl::Status left = CallLeave(*old_parent, "moved up", {});
+      if (!left.ok()) spdlog::debug("{}", std::string(left.message()));
+    }
+    if (tell_left && tell_left->node_id != parent.node_id) {
+      // The parent that left waits for its children to re-attach.
+      const absl::Status told = CallLeave(*tell_left, "re-attached", {});
+      if (!told.ok()) spdlog::debug("{}", std::string(told.message()));
+    }
+    return;
+  }
+  if (move_up) return;  // Stays where it is; the cooldown paces retries.
+  std::lock_guard<std::mutex> lock(mu_);
+  next_join_ns_ = daemon::RawNowNs() + retry_ns_;
+  spdlog::warn("{}: no node accepted us ({} join messages{}); retrying in {} ms",
+               self_.node_id, walk->hops(),
+               trail.empty() ? "" : absl::StrCat(": ", absl::StrJoin(trail, "; ")),
+               retry_ns_ / 1'000'000);
+  retry_ns_ = std::min(2 * retry_ns_, options_.retry_max_ns);
+}
+
+void MembershipAgent::SendHeartbeat(int64_t now) {
+  HeartbeatRequest request;
+  NodeRef parent;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (membership_.state() != MembershipState::kAttached || !membership_.parent()) {
+      return;
+    }
+    parent = *membership_.parent();
+    request.set_node_id(self_.node_id);
+    request.set_subtree_size(membership_.SubtreeSize());
+    request.set_free_slot_depth(
+        std::min(membership_.FreeSlotDepth(now), Membership::kNoFreeSlot));
+    request.set_rtt_ns(parent_rtt_ns_.load());
+    next_heartbeat_ns_ = now + options_.heartbeat_interval_ns;
+  }
+  grpc::ClientContext context;
+  context.set_deadline(DeadlineIn(options_.rpc_timeout_ns));
+  HeartbeatResponse response;
+  const int64_t sent = daemon::RawNowNs();
+  const grpc::Status status =
+      channels_->Stub(parent.grpc_address)->Heartbeat(&context, request, &response);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (membership_.state() != MembershipState::kAttached ||
+      !membership_.parent() || membership_.parent()->node_id != parent.node_id) {
+    return;  // Moved on meanwhile.
+  }
+  const int64_t done = daemon::RawNowNs();
+  if (status.ok()) {
+    heartbeat_failures_ = 0;
+    if (!membership_.OnParentInfo(FromProto(response.attachment()), sent) &&
+        membership_.state() == MembershipState::kDetached) {
+      ++parent_losses_;
+      spdlog::error("{}: parent {} sent a chain through this node; detached",
+                    self_.node_id, parent.node_id);
+    }
+    return;
+  }
+  if (status.error_code() == grpc::StatusCode::NOT_FOUND) {
+    membership_.OnDisowned(done);
+    ++parent_losses_;
+    next_join_ns_ = 0;
+    spdlog::warn("{}: parent {} no longer knows this node ({}); rejoining",
+                 self_.node_id, parent.node_id, status.error_message());
+    return;
+  }
+  if (++heartbeat_failures_ >= options_.heartbeat_failures_for_loss) {
+    LoseParentLocked(done, absl::StrCat(heartbeat_failures_,
+                                        " heartbeats failed, last: ",
+                                        status.error_message()));
+  }
+}
+
+JoinResponse MembershipAgent::HandleJoin(const JoinRequest& request) {
+  const int64_t now = daemon::RawNowNs();
+  std::lock_guard<std::mutex> lock(mu_);
+  const JoinRequestInfo info = FromProto(request);
+  const JoinDecision decision = membership_.HandleJoin(info, now);
+  if (decision.kind == JoinDecision::Kind::kAccepted) {
+    spdlog::info("{}: accepted child {} (subtree {}; now {} children)",
+                 self_.node_id, info.newcomer.node_id, info.subtree_size,
+                 membership_.children().size());
+  }
+  return ToProto(decision);
+}
+
+absl::Status MembershipAgent::HandleLeave(const LeaveRequest& request) {
+  const int64_t now = daemon::RawNowNs();
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::optional<NodeRef>& parent = membership_.parent();
+  if (parent && parent->node_id == request.node_id()) {
+    std::optional<NodeRef> successor;
+    if (request.has_successor()) successor = FromProto(request.successor());
+    left_parent_ = *parent;
+    membership_.OnParentLeft(successor, now);
+    next_join_ns_ = 0;
+    spdlog::info("{}: parent {} leaves ({}); rejoining at {}", self_.node_id,
+                 request.node_id(), request.reason(),
+                 successor ? successor->node_id : "the seeds");
+    wake_.notify_all();
+    return absl::OkStatus();
+  }
+  leaving_children_.erase(request.node_id());
+  if (membership_.HandleLeave(request.node_id())) {
+    spdlog::info("{}: child {} left ({})", self_.node_id, request.node_id(),
+                 request.reason());
+    return absl::OkStatus();
+  }
+  return absl::NotFoundError(absl::StrCat(request.node_id(),
+                                          " is neither a child nor the parent of ",
+                                          self_.node_id));
+}
+
+absl::StatusOr<HeartbeatResponse> MembershipAgent::HandleHeartbeat(
+    const HeartbeatRequest& request) {
+  const int64_t now = daemon::RawNowNs();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!membership_.OnChildHeard(request.node_id(), request.subtree_size(),
+                                request.rtt_ns(), now,
+                                request.free_slot_depth())) {
+    return absl::NotFoundError(
+        absl::StrCat(request.node_id(), " is not a child of ", self_.node_id));
+  }
+  std::optional<Attachment> attachment =
+      membership_.AttachmentForChild(request.node_id(), now);
+  if (!attachment) {
+    return absl::NotFoundError(
+        absl::StrCat(request.node_id(), " is not a child of ", self_.node_id));
+  }
+  HeartbeatResponse response;
+  *response.mutable_attachment() = ToProto(*attachment);
+  return response;
+}
+
+std::vector<NodeAddress> MembershipAgent::Children() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<NodeAddress> out;
+  for (const auto& [id, child] : membership_.children()) out.push_back(ToProto(child.ref));
+  return out;
+}
+
+MembershipAgent::ProbeTarget MembershipAgent::probe_target() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return target_;
+}
+
+void MembershipAgent::OnProbeAnswered(int64_t now_ns) {
+  last_probe_answer_ns_.store(now_ns);
+}
+
+void MembershipAgent::SetParentRoundTripNs(int64_t rtt_ns) {
+  parent_rtt_ns_.store(rtt_ns);
+}
+
+MembershipAgent::Snapshot MembershipAgent::snapshot() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  Snapshot s;
+  s.state = membership_.state();
+  s.depth = membership_.depth();
+  s.parent = membership_.parent();
+  s.ancestors = membership_.ancestors();
+  s.children = static_cast<uint32_t>(membership_.children().size());
+  s.subtree_size = membership_.SubtreeSize();
+  s.joins = joins_;
+  s.parent_losses = parent_losses_;
+  return s;
+}
+
+void MembershipAgent::LeaveAndStop(int64_t grace_ns) {
+  LeavePlan plan;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    leaving_ = true;
+    plan = membership_.Leave();
+    for (const NodeRef& child : plan.children) leaving_children_.insert(child.node_id);
+  }
+  for (const NodeRef& child : plan.children) {
+    const absl::Status told = CallLeave(child, "parent leaving", plan.successor);
+    if (!told.ok()) {
+      spdlog::warn("{}: could not tell child {}: {}", self_.node_id,
+                   child.node_id, std::string(told.message()));
+      std::lock_guard<std::mutex> lock(mu_);
+      leaving_children_.erase(child.node_id);
+    }
+  }
+  // Keep answering the children's probes until they have re-attached.
+  const int64_t deadline = daemon::RawNowNs() + grace_ns;
+  while (daemon::RawNowNs() < deadline) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (leaving_children_.empty() || stop_) break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!leaving_children_.empty()) {
+      spdlog::warn("{}: leaving before {} re-attached", self_.node_id,
+                   absl::StrJoin(leaving_children_, ", "));
+    }
+  }
+  if (plan.parent) {
+    const absl::Status told = CallLeave(*plan.parent, "shutting down", {});
+    if (!told.ok()) {
+      spdlog::warn("{}: could not tell parent {}: {}", self_.node_id,
+                   plan.parent->node_id, std::string(told.message()));
+    }
+  }
+  spdlog::info("{}: left the tree", self_.node_id);
+  Stop();
+}
+
+}  // namespace clocksync
