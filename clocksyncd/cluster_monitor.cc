@@ -4,12 +4,15 @@
 // minus the master's global time at the same raw instant. Once a second the
 // monitor reads every segment at one raw instant and prints node, depth,
 // true error, bound, drift and samples; at the end (--duration_s or Ctrl-C)
-// a summary counted after --warmup_s, as text or --json.
+// a summary counted after --warmup_s, as text or --json. Depth and parent
+// come from each daemon's status file when it has them (self-arranged trees
+// change), and the table lists the nodes in tree order, indented by depth.
 
 #include <csignal>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -38,6 +41,7 @@ void OnSignal(int) { g_stop = 1; }
 struct Node {
   std::string id;
   int depth = 0;
+  std::string parent;  // From the status file; empty if unknown.
   std::string shm_path;
   std::string status_path;
   std::unique_ptr<clocksync::Clock> clock;
@@ -58,6 +62,31 @@ std::string StatusField(const std::string& path, const std::string& key) {
     if (token.rfind(key + "=", 0) == 0) return token.substr(key.size() + 1);
   }
   return "";
+}
+
+// Indices of `nodes` in depth-first tree order (by the parents their status
+// files name; the master's children first, orphans and unknowns last).
+std::vector<size_t> TreeOrder(const std::vector<Node>& nodes) {
+  std::vector<size_t> order;
+  std::vector<bool> placed(nodes.size(), false);
+  std::function<void(const std::string&)> visit = [&](const std::string& parent) {
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      if (!placed[i] && nodes[i].parent == parent) {
+        placed[i] = true;
+        order.push_back(i);
+        visit(nodes[i].id);
+      }
+    }
+  };
+  visit("master");
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (!placed[i]) {
+      placed[i] = true;
+      order.push_back(i);
+      visit(nodes[i].id);
+    }
+  }
+  return order;
 }
 
 bool OpenClock(Node* node) {
@@ -118,12 +147,20 @@ int main(int argc, char** argv) {
     const int64_t raw = clocksync::Clock::RawNowNs();
     const clocksync::TimeReading m = master.clock->At(raw);
     if (table) {
-      std::printf("\nt=%5.0fs %-10s %5s %12s %12s %12s %9s %s\n", elapsed, "node",
-                  "depth", "error_ns", "bound_ns", "drift_ppb", "samples", "state");
+      std::printf("\nt=%5.0fs %-16s %6s %5s %12s %12s %12s %9s %s\n", elapsed,
+                  "node (tree)", "parent", "depth", "error_ns", "bound_ns",
+                  "drift_ppb", "samples", "state");
     }
     for (Node& n : nodes) {
+      const std::string depth = StatusField(n.status_path, "depth");
+      if (!depth.empty()) n.depth = std::atoi(depth.c_str());
+      n.parent = StatusField(n.status_path, "parent");
+    }
+    for (size_t index : TreeOrder(nodes)) {
+      Node& n = nodes[index];
+      const std::string label = std::string(2 * std::max(0, n.depth - 1), ' ') + n.id;
       if (!OpenClock(&n)) {
-        if (table) std::printf("         %-10s %5d   (no segment yet)\n", n.id.c_str(), n.depth);
+        if (table) std::printf("         %-16s %6s %5d   (no segment yet)\n", label.c_str(), n.parent.c_str(), n.depth);
         continue;
       }
       const clocksync::TimeReading r = n.clock->At(raw);
@@ -149,8 +186,8 @@ int main(int argc, char** argv) {
       if (table) {
         const char* state_names[] = {"?", "unsynced", "synced", "recovering", "holdover"};
         const int s = r.state() <= 4 ? r.state() : 0;
-        std::printf("         %-10s %5d %12lld %12lld %12s %9s %s%s\n", n.id.c_str(),
-                    n.depth, synced ? static_cast<long long>(error) : 0LL,
+        std::printf("         %-16s %6s %5d %12lld %12lld %12s %9s %s%s\n",
+                    label.c_str(), n.parent.c_str(), n.depth, synced ? static_cast<long long>(error) : 0LL,
                     synced ? static_cast<long long>(bound) : 0LL, drift.c_str(),
                     StatusField(n.status_path, "samples").c_str(), state_names[s],
                     synced && !inside ? "  BOUND VIOLATED" : "");
@@ -162,10 +199,10 @@ int main(int argc, char** argv) {
     std::printf("{\"nodes\":[");
     for (size_t i = 0; i < nodes.size(); ++i) {
       const Node& n = nodes[i];
-      std::printf("%s{\"id\":\"%s\",\"depth\":%d,\"rms_error_ns\":%.1f,"
+      std::printf("%s{\"id\":\"%s\",\"depth\":%d,\"parent\":\"%s\",\"rms_error_ns\":%.1f,"
                   "\"max_abs_error_ns\":%lld,\"bound_violations\":%llu,"
                   "\"checks\":%llu,\"unsynced_checks\":%llu}",
-                  i ? "," : "", n.id.c_str(), n.depth,
+                  i ? "," : "", n.id.c_str(), n.depth, n.parent.c_str(),
                   n.checks ? std::sqrt(n.sum_sq / n.checks) : 0.0,
                   static_cast<long long>(n.max_abs),
                   static_cast<unsigned long long>(n.violations),

@@ -634,7 +634,10 @@ void Daemon::WriteStatus(int64_t raw_ns) {
   }
   if (raw_ns >= next_log_raw_ns_) {
     next_log_raw_ns_ = raw_ns + config_.log_interval_ns;
-    if (!config_.master) {
+    if (!config_.master && !requester_) {
+      spdlog::info("{}: not attached yet, joining through {}", config_.node_id,
+                   absl::StrJoin(config_.join, ","));
+    } else if (!config_.master) {
       const hull::TimeEstimate e = estimator_.Estimate(LocalAt(raw_ns));
       const auto& est = estimator_.selected();
       spdlog::info(
@@ -656,10 +659,20 @@ void Daemon::WriteStatus(int64_t raw_ns) {
   if (f == nullptr) return;
   double drift_ppb = 0;
   if (!config_.master) drift_ppb = estimator_.Estimate(LocalAt(raw_ns)).drift_ppb;
+  // The parent by id when membership knows it ("-" for the master, "?"
+  // while detached), else the pinned parent's probe address.
+  std::string parent = config_.master ? "-" : config_.parent;
+  uint32_t depth = depth_;
+  if (agent_) {
+    const MembershipAgent::Snapshot m = agent_->snapshot();
+    if (!config_.master) parent = m.parent ? m.parent->node_id : "?";
+    if (m.state == MembershipState::kAttached) depth = m.depth;
+  }
   std::fprintf(f,
-               "node_id=%s state=%s depth=%u samples=%zu bound_ns=%lld "
+               "node_id=%s state=%s depth=%u parent=%s samples=%zu bound_ns=%lld "
                "drift_ppb=%.1f\n",
-               config_.node_id.c_str(), StateName(published_state_), depth_,
+               config_.node_id.c_str(), StateName(published_state_), depth,
+               parent.c_str(),
                config_.master ? size_t{0} : estimator_.selected().window_samples(),
                static_cast<long long>(published_bound_ns_), drift_ppb);
   std::fclose(f);

@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
-# The local cluster demo: a master and a binary tree of clocksyncd daemons on
-# loopback, each node on its own modeled clock (offsets of seconds,
-# frequencies within ±100 ppm, random-walk wander), with a live table of
-# every node's true error (its global time minus the master's at the same
-# host instant), bound, drift and samples.
+# The local cluster demo: a master and clocksyncd daemons on loopback that
+# arrange themselves in a tree (each started with only --join=<master>), each
+# node on its own modeled clock (offsets of seconds, frequencies within
+# ±100 ppm, random-walk wander), with a live table of the tree and every
+# node's true error (its global time minus the master's at the same host
+# instant), bound, drift and samples.
 #
-#   deploy/local_cluster.sh [--nodes=7] [--duration=S] [--json]
-#                           [--inject_delay=min=20us,mean=10us] [--keep]
+#   deploy/local_cluster.sh [--nodes=13] [--max_children=3] [--duration=S]
+#                           [--json] [--static] [--keep]
+#                           [--inject_delay=min=20us,mean=10us]
 #
-# --nodes counts every daemon, the master included (7: depth 2). Without
+# --nodes counts every daemon, the master included (2..50). --static pins a
+# binary tree with --parent instead (no membership). Without
 # --duration it runs until Ctrl-C; with it, it ends with a summary counted
 # after the first 10 s (--json: {"nodes":[{"id","depth","rms_error_ns",
 # "max_abs_error_ns","bound_violations","checks"}]}). Every process it
@@ -21,11 +24,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-nodes=7 duration=0 json=0 delay="" keep=0 interval="100ms" base_port=31900
-build=1 bin="" work="" detach=0
+nodes=13 max_children=3 static=0 duration=0 json=0 delay="" keep=0
+interval="100ms" base_port=31900 build=1 bin="" work="" detach=0
 for arg in "$@"; do
   case "$arg" in
     --nodes=*) nodes="${arg#*=}" ;;
+    --max_children=*) max_children="${arg#*=}" ;;
+    --static) static=1 ;;
     --duration=*) duration="${arg#*=}" ;;
     --json) json=1 ;;
     --inject_delay=*) delay="${arg#*=}" ;;
@@ -36,12 +41,14 @@ for arg in "$@"; do
     --bin_dir=*) bin="${arg#*=}" ;;
     --work_dir=*) work="${arg#*=}" ;;
     --detach) detach=1 ;;
-    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "local_cluster.sh: unknown argument '$arg' (see --help)" >&2; exit 2 ;;
   esac
 done
 [[ "$nodes" =~ ^[0-9]+$ && "$nodes" -ge 2 && "$nodes" -le 50 ]] ||
   { echo "local_cluster.sh: --nodes must be 2..50, got '$nodes'" >&2; exit 2; }
+[[ "$max_children" =~ ^[0-9]+$ && "$max_children" -ge 1 ]] ||
+  { echo "local_cluster.sh: --max_children must be >= 1, got '$max_children'" >&2; exit 2; }
 
 if [[ $build == 1 ]]; then
   deploy/setup.sh >/dev/null
@@ -72,19 +79,28 @@ delay_flags=()
 [[ -n "$delay" ]] && delay_flags=(--inject_delay="$delay")
 # Probes on base_port + i, gRPC status (clocksyncctl) on base_port + 100 + i.
 "$bin/clocksyncd" --master --node_id=master --listen="127.0.0.1:$base_port" \
-  --grpc_listen="127.0.0.1:$((base_port + 100))" \
+  --grpc_listen="127.0.0.1:$((base_port + 100))" --max_children="$max_children" \
   --shm_path="$work/master.shm" --status_file="$work/master.status" \
   --probe_interval="$interval" >"$work/master.log" 2>&1 &
 pids+=($!)
 echo "master $!" >"$work/pids"
 specs=()
+sleep 0.2
 for ((i = 1; i < nodes; i++)); do
-  parent=$(( (i - 1) / 2 ))
-  depth=0; for ((k = i + 1; k > 1; k /= 2)); do depth=$((depth + 1)); done
+  if [[ $static == 1 ]]; then
+    # A binary tree: node i under node (i-1)/2 (0 is the master).
+    parent=$(( (i - 1) / 2 ))
+    depth=0; for ((k = i + 1; k > 1; k /= 2)); do depth=$((depth + 1)); done
+    place=(--parent="127.0.0.1:$((base_port + parent))")
+  else
+    # Only the master's address: the tree arranges itself.
+    depth=1  # Until the status file says where the node landed.
+    place=(--join="127.0.0.1:$((base_port + 100))" --max_children="$max_children")
+  fi
   # Offsets within ±2.5 s, frequencies within ±100 ppm, 1 ppb/sqrt(s) wander.
   offset_ms=$(( (i * 1370) % 5000 - 2500 ))
   freq_ppm=$(( (i * 37) % 200 - 100 ))
-  "$bin/clocksyncd" --node_id="n$i" --parent="127.0.0.1:$((base_port + parent))" \
+  "$bin/clocksyncd" --node_id="n$i" "${place[@]}" \
     --listen="127.0.0.1:$((base_port + i))" --shm_path="$work/n$i.shm" \
     --grpc_listen="127.0.0.1:$((base_port + 100 + i))" \
     --status_file="$work/n$i.status" --probe_interval="$interval" \
@@ -94,6 +110,8 @@ for ((i = 1; i < nodes; i++)); do
   pids+=($!)
   echo "n$i $!" >>"$work/pids"
   specs+=("n$i:$depth:$work/n$i.shm:$work/n$i.status")
+  # Arrivals spread a little, as on a real cluster.
+  [[ $static == 1 ]] || sleep 0.05
 done
 # A daemon that cannot start (a port in use, say) exits at once: say why.
 sleep 0.5

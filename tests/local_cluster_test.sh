@@ -20,7 +20,7 @@ stop_all() {
 trap stop_all EXIT
 
 "$root/deploy/local_cluster.sh" --no_build --bin_dir="$bin" --work_dir="$work" \
-  --detach --base_port="$port"
+  --detach --base_port="$port" --static --nodes=7
 mapfile -t flags <"$work/monitor_flags"
 
 echo "== phase 1: 60 s, all nodes"
