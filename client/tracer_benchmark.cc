@@ -1,0 +1,268 @@
+// client/tracer_benchmark.cc: the cost of recording one trace event beside
+// the clock read it is built on, clock_gettime(CLOCK_MONOTONIC_RAW), in the
+// same run. Target: an event costs at most 2x the bare clock read.
+//
+//   bazel run -c opt //client:tracer_benchmark
+//
+// Set-up as in production, minus the model: a ShmPublisher in a temporary
+// directory plays the daemon and publishes a new mapping every 100 ms (so
+// the recording threads take the mapping-change slow path and append
+// mapping records, as they would), the tracer writes its OTF2 archive into
+// the same temporary directory on disk, with the default buffer of 65536
+// events per thread. Events are Enter/Leave pairs of one region.
+//
+// The flush cost is included, amortized: each round of the interleaved
+// comparison records exactly one buffer's worth of events, so every round
+// fills the buffer exactly once and pays for one flush (OTF2 encoding of
+// 65536 events and its file writes). Rounds alternate their order (bare
+// reads first, then events, or the reverse); the median of the per-round
+// ratios is the figure, so load that comes and goes on this shared machine
+// drops out. Google Benchmark's interleaved repetitions run first, as a
+// cross-check (also with flushes amortized, at whatever rate they occur).
+//
+// Output ends with
+//   FIGURE tracer_event_ns <v> ns
+//   FIGURE clock_gettime_ns <v> ns
+//   FIGURE tracer_event_vs_clock_gettime_ratio <v> x
+
+#include <ftw.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "benchmark/benchmark.h"
+#include "client/clock.h"
+#include "client/tracer.h"
+#include "clocksyncd/shm_publisher.h"
+
+namespace {
+
+constexpr int kRepetitions = 9;
+constexpr int kRounds = 101;
+constexpr int64_t kBufferEvents = 65536;  // TracerOptions' default
+
+uint32_t g_region = 0;
+
+void BM_ClockGettimeRaw(benchmark::State& state) {
+  for (auto _ : state) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+    benchmark::DoNotOptimize(ts);
+  }
+}
+BENCHMARK(BM_ClockGettimeRaw)->Repetitions(kRepetitions);
+
+// One event per iteration (Enter and Leave alternate).
+void BM_TracerEvent(benchmark::State& state) {
+  bool ok = true;
+  for (auto _ : state) {
+    ok &= clocksync::Tracer::Enter(g_region);
+    ok &= clocksync::Tracer::Leave(g_region);
+  }
+  state.SetItemsProcessed(2 * state.iterations());
+  if (!ok) state.SkipWithError("recording failed");
+}
+BENCHMARK(BM_TracerEvent)->Repetitions(kRepetitions);
+
+// Prints like the console reporter and keeps every repetition's CPU time
+// per iteration (ns), by benchmark name.
+class CollectingReporter : public benchmark::ConsoleReporter {
+ public:
+  CollectingReporter() : ConsoleReporter(OO_None) {}
+
+  void ReportRuns(const std::vector<Run>& runs) override {
+    for (const Run& run : runs) {
+      if (run.run_type == Run::RT_Iteration && !run.error_occurred) {
+        cpu_ns_[run.run_name.function_name].push_back(run.GetAdjustedCPUTime());
+      }
+    }
+    ConsoleReporter::ReportRuns(runs);
+  }
+
+  double MedianCpuNs(const std::string& name) const {
+    const auto it = cpu_ns_.find(name);
+    if (it == cpu_ns_.end() || it->second.empty()) return -1.0;
+    std::vector<double> times = it->second;
+    std::sort(times.begin(), times.end());
+    const size_t n = times.size();
+    return n % 2 == 1 ? times[n / 2] : (times[n / 2 - 1] + times[n / 2]) / 2;
+  }
+
+ private:
+  std::map<std::string, std::vector<double>> cpu_ns_;
+};
+
+// ns per call of kBufferEvents bare clock reads.
+double TimeBareBatchNs() {
+  const int64_t start_ns = clocksync::Clock::RawNowNs();
+  for (int64_t i = 0; i < kBufferEvents; ++i) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+    benchmark::DoNotOptimize(ts);
+  }
+  return static_cast<double>(clocksync::Clock::RawNowNs() - start_ns) /
+         kBufferEvents;
+}
+
+// ns per event of kBufferEvents events: exactly one buffer, one flush.
+double TimeEventBatchNs() {
+  const int64_t start_ns = clocksync::Clock::RawNowNs();
+  for (int64_t i = 0; i < kBufferEvents; i += 2) {
+    clocksync::Tracer::Enter(g_region);
+    clocksync::Tracer::Leave(g_region);
+  }
+  return static_cast<double>(clocksync::Clock::RawNowNs() - start_ns) /
+         kBufferEvents;
+}
+
+double Median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+clocksync::Mapping FreshMapping() {
+  clocksync::Mapping mapping;
+  mapping.anchor_raw_ns = clocksync::Clock::RawNowNs();
+  mapping.anchor_global_ns = mapping.anchor_raw_ns + 1'000'000'000;
+  mapping.rate_adj = 12.345e-6;
+  mapping.bound_at_anchor_ns = 800;
+  mapping.bound_growth_ppb = 0.5;
+  mapping.state = CLOCKSYNC_STATE_SYNCED;
+  return mapping;
+}
+
+int RemoveEntry(const char* path, const struct stat*, int, struct FTW*) {
+  return remove(path);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string dir_template =
+      std::string(getenv("TEST_TMPDIR") != nullptr ? getenv("TEST_TMPDIR")
+                                                   : "/tmp") +
+      "/clocksync_tracer_benchmark.XXXXXX";
+  if (mkdtemp(dir_template.data()) == nullptr) {
+    std::perror(("mkdtemp " + dir_template).c_str());
+    return 1;
+  }
+  const std::string dir = dir_template;
+
+  absl::StatusOr<clocksync::ShmPublisher> publisher =
+      clocksync::ShmPublisher::Open(dir + "/clocksync.shm");
+  if (!publisher.ok()) {
+    std::cerr << publisher.status() << "\n";
+    return 1;
+  }
+  if (const absl::Status status = publisher->Publish(FreshMapping());
+      !status.ok()) {
+    std::cerr << status << "\n";
+    return 1;
+  }
+  std::atomic<bool> stop{false};
+  std::thread daemon([&] {
+    while (!stop.load()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      if (!publisher->Publish(FreshMapping()).ok()) std::abort();
+    }
+  });
+
+  clocksync::TracerOptions options;
+  options.trace_dir = dir;
+  options.name = "bench";
+  options.shm_path = dir + "/clocksync.shm";
+  options.buffer_events = kBufferEvents;
+  options.read_environment = false;
+  if (const absl::Status status = clocksync::Tracer::Init(options);
+      !status.ok()) {
+    std::cerr << status << "\n";
+    return 1;
+  }
+  g_region = *clocksync::Tracer::DefineRegion("benchmark");
+
+  std::vector<char*> args(argv, argv + argc);
+  std::string interleave = "--benchmark_enable_random_interleaving=true";
+  bool has_interleave = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strstr(argv[i], "benchmark_enable_random_interleaving")) {
+      has_interleave = true;
+    }
+  }
+  if (!has_interleave) args.push_back(interleave.data());
+  int new_argc = static_cast<int>(args.size());
+  args.push_back(nullptr);
+  benchmark::Initialize(&new_argc, args.data());
+  CollectingReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  benchmark::Shutdown();
+
+  // The interleaved comparison, one buffer (one flush) per round.
+  std::vector<double> bare_ns, event_ns, ratios;
+  for (int round = 0; round < kRounds; ++round) {
+    double bare = 0, event = 0;
+    if (round % 2 == 0) {
+      bare = TimeBareBatchNs();
+      event = TimeEventBatchNs();
+    } else {
+      event = TimeEventBatchNs();
+      bare = TimeBareBatchNs();
+    }
+    bare_ns.push_back(bare);
+    event_ns.push_back(event);
+    ratios.push_back(event / bare);
+  }
+
+  const clocksync::TracerStats live = clocksync::Tracer::Stats();
+  const absl::Status finalized = clocksync::Tracer::Finalize();
+  stop = true;
+  daemon.join();
+  publisher->Close();
+  const clocksync::TracerStats stats = clocksync::Tracer::Stats();
+  nftw(dir.c_str(), RemoveEntry, 16, FTW_DEPTH | FTW_PHYS);
+  if (!finalized.ok()) {
+    std::cerr << "Finalize: " << finalized << "\n";
+    return 1;
+  }
+
+  const double raw_cpu_ns = reporter.MedianCpuNs("BM_ClockGettimeRaw");
+  // BM_TracerEvent's iteration is two events.
+  const double event_cpu_ns = reporter.MedianCpuNs("BM_TracerEvent") / 2;
+  std::printf(
+      "tracer: %llu events written in %llu buffer flushes before Finalize, "
+      "%llu dropped, %llu mapping records (a new mapping every 100 ms)\n",
+      static_cast<unsigned long long>(stats.events_written),
+      static_cast<unsigned long long>(live.flushes),
+      static_cast<unsigned long long>(stats.events_dropped),
+      static_cast<unsigned long long>(stats.mapping_records));
+  if (raw_cpu_ns > 0 && event_cpu_ns > 0) {
+    std::printf(
+        "Google Benchmark medians (CPU time): clock_gettime %.2f ns, event "
+        "%.2f ns, ratio %.3f\n",
+        raw_cpu_ns, event_cpu_ns, event_cpu_ns / raw_cpu_ns);
+  }
+  std::printf(
+      "interleaved, %d rounds of %lld calls each (one buffer flush per "
+      "round, included): clock_gettime median %.2f ns, event median %.2f "
+      "ns\n",
+      kRounds, static_cast<long long>(kBufferEvents), Median(bare_ns),
+      Median(event_ns));
+  std::printf("target: ratio <= 2\n");
+  std::printf("FIGURE tracer_event_ns %.2f ns\n", Median(event_ns));
+  std::printf("FIGURE clock_gettime_ns %.2f ns\n", Median(bare_ns));
+  std::printf("FIGURE tracer_event_vs_clock_gettime_ratio %.3f x\n",
+              Median(ratios));
+  std::fflush(stdout);
+  return 0;
+}

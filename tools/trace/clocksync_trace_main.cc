@@ -1,0 +1,374 @@
+// clocksync-trace: merge, compare, export and profile clocksync trace
+// archives (one per process, written by the tracer through
+// trace/otf2_writer.h). docs/TRACE_FORMAT.md describes the archives and
+// this tool.
+//
+// Exit status: 0 ok, 1 bad usage (the message names the flag or value),
+// 2 an archive cannot be read or lacks what the command needs (the message
+// names the archive).
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "trace/export.h"
+#include "trace/otf2_reader.h"
+#include "trace/timeline.h"
+#include "trace/trace.h"
+
+ABSL_FLAG(std::string, correction, "",
+          "none, online, linear, spline or piecewise (merge, export: default "
+          "online; profile: default none)");
+ABSL_FLAG(std::string, out, "",
+          "output file (merge: default standard output; export: required, a "
+          "file for chrome, a new directory for otf2)");
+ABSL_FLAG(std::string, format, "chrome", "export format: chrome or otf2");
+ABSL_FLAG(bool, json, false, "compare, profile: JSON instead of a table");
+ABSL_FLAG(int64_t, min_latency_ns, 0,
+          "compare: a message received sooner than this after its send "
+          "violates the clock condition");
+
+namespace clocksync::trace {
+namespace {
+
+constexpr char kUsage[] =
+    R"(clocksync-trace: merge, compare, export and profile clocksync traces.
+
+Usage:
+  clocksync-trace merge   [--correction=C] [--out=FILE] ARCHIVE...
+  clocksync-trace compare [--json] [--min_latency_ns=N] ARCHIVE...
+  clocksync-trace export  --format=chrome|otf2 [--correction=C] --out=PATH ARCHIVE...
+  clocksync-trace profile [--correction=C] [--json] ARCHIVE...
+
+ARCHIVE is a trace directory the tracer wrote (one per process: traces.otf2,
+traces.def, traces/, clocksync.sidecar). Corrections C:
+  none       local clock readings as they are
+  online     the daemon's published mapping as the tracer saw it
+  linear     least-squares line through all sync exchanges (Intel TC)
+  spline     monotone cubic spline through the sync sessions (VampirTrace)
+  piecewise  straight lines between the sync sessions (OTF2 ClockOffset)
+
+Commands:
+  merge    one global timeline, one event per line, in global order:
+           <global_ns> rank=R thread=T <kind> ... local_ns=L
+  compare  one row per correction: messages matched (send i->j, tag, comm,
+           FIFO), clock-condition violations (received before sent; and
+           within --min_latency_ns), the worst latency in ns, and, where the
+           traces carry ground truth, RMS and max error vs truth in ns over
+           all events
+  export   chrome: Chrome/Perfetto trace-event JSON (ui.perfetto.dev);
+           otf2:   one OTF2 archive of all processes in global ns
+  profile  per process and region: calls, total, min, max, mean inclusive
+           time in ns, from enter/leave pairs
+
+Exit status: 0 ok, 1 bad usage, 2 an archive cannot be read (or lacks what
+the command needs). A truncated archive is read up to its last complete
+event, with a warning.
+
+Example:
+  clocksync-trace compare /tmp/run/rank0 /tmp/run/rank1
+  clocksync-trace export --format=chrome --correction=spline --out=run.json /tmp/run/rank*
+)";
+
+int Usage(const std::string& message) {
+  std::cerr << "clocksync-trace: " << message
+            << "\n(clocksync-trace --help describes the commands)\n";
+  return 1;
+}
+
+int Unreadable(const std::string& message) {
+  std::cerr << "clocksync-trace: " << message << "\n";
+  return 2;
+}
+
+// Reads every archive; warns about truncated ones.
+std::optional<std::vector<ProcessTrace>> ReadAll(
+    const std::vector<std::string>& archives, int* exit_code) {
+  std::vector<ProcessTrace> traces;
+  for (const std::string& archive : archives) {
+    absl::StatusOr<ProcessTrace> trace = ReadProcessTrace(archive);
+    if (!trace.ok()) {
+      *exit_code = Unreadable(std::string(trace.status().message()));
+      return std::nullopt;
+    }
+    if (trace->truncated) {
+      std::cerr << "clocksync-trace: warning: " << archive
+                << " is incomplete: " << trace->truncation_note << "\n";
+    }
+    traces.push_back(*std::move(trace));
+  }
+  return traces;
+}
+
+std::optional<CorrectionKind> CorrectionFlag(CorrectionKind fallback,
+                                             int* exit_code) {
+  const std::string value = absl::GetFlag(FLAGS_correction);
+  if (value.empty()) return fallback;
+  absl::StatusOr<CorrectionKind> kind = ParseCorrectionKind(value);
+  if (!kind.ok()) {
+    *exit_code = Usage(absl::StrCat("bad flag --correction: ",
+                                    kind.status().message()));
+    return std::nullopt;
+  }
+  return *kind;
+}
+
+// A timeline on which every process has the correction.
+std::optional<Timeline> CompleteTimeline(const std::vector<ProcessTrace>& traces,
+                                         const std::vector<std::string>& archives,
+                                         CorrectionKind kind, int* exit_code) {
+  absl::StatusOr<Timeline> timeline = BuildTimeline(traces, kind);
+  if (!timeline.ok()) {
+    *exit_code = Unreadable(std::string(timeline.status().message()));
+    return std::nullopt;
+  }
+  for (size_t p = 0; p < traces.size(); ++p) {
+    if (!timeline->processes[p].available) {
+      *exit_code = Unreadable(absl::StrCat(
+          archives[p], ": no ", CorrectionKindName(kind), " correction: ",
+          timeline->processes[p].unavailable_reason));
+      return std::nullopt;
+    }
+  }
+  return *std::move(timeline);
+}
+
+int Merge(const std::vector<std::string>& archives) {
+  int exit_code = 0;
+  std::optional<CorrectionKind> kind =
+      CorrectionFlag(CorrectionKind::kOnline, &exit_code);
+  if (!kind) return exit_code;
+  std::optional<std::vector<ProcessTrace>> traces = ReadAll(archives, &exit_code);
+  if (!traces) return exit_code;
+  std::optional<Timeline> timeline =
+      CompleteTimeline(*traces, archives, *kind, &exit_code);
+  if (!timeline) return exit_code;
+  const std::string out_path = absl::GetFlag(FLAGS_out);
+  if (out_path.empty() || out_path == "-") {
+    WriteMergedText(*traces, *timeline, std::cout);
+    std::cout.flush();
+    return std::cout ? 0 : Unreadable("cannot write standard output");
+  }
+  std::ofstream out(out_path);
+  if (!out) return Usage(absl::StrCat("bad flag --out: cannot create ", out_path));
+  WriteMergedText(*traces, *timeline, out);
+  out.close();
+  if (!out) return Usage(absl::StrCat("bad flag --out: cannot write ", out_path));
+  return 0;
+}
+
+std::string WorstCell(const hull::ClockConditionReport& r) {
+  return r.has_worst ? absl::StrCat(r.worst_latency_ns) : std::string("-");
+}
+
+int Compare(const std::vector<std::string>& archives) {
+  int exit_code = 0;
+  std::optional<std::vector<ProcessTrace>> traces = ReadAll(archives, &exit_code);
+  if (!traces) return exit_code;
+  absl::StatusOr<MessageMatch> messages = MatchMessages(*traces);
+  if (!messages.ok()) return Unreadable(std::string(messages.status().message()));
+  const int64_t min_latency_ns = absl::GetFlag(FLAGS_min_latency_ns);
+  std::vector<CorrectionSummary> rows;
+  for (CorrectionKind kind : AllCorrectionKinds()) {
+    absl::StatusOr<Timeline> timeline = BuildTimeline(*traces, kind);
+    if (!timeline.ok()) {
+      CorrectionSummary row;
+      row.kind = kind;
+      row.unavailable_reason = std::string(timeline.status().message());
+      rows.push_back(row);
+      continue;
+    }
+    absl::StatusOr<CorrectionSummary> row =
+        Summarize(*traces, *timeline, *messages, min_latency_ns);
+    if (!row.ok()) return Unreadable(std::string(row.status().message()));
+    rows.push_back(*row);
+  }
+  if (absl::GetFlag(FLAGS_json)) {
+    std::string json = absl::StrCat(
+        "{\"processes\":", traces->size(), ",\"messages\":",
+        messages->pairs.size(), ",\"unmatched_sends\":",
+        messages->unmatched_sends, ",\"unmatched_recvs\":",
+        messages->unmatched_recvs, ",\"min_latency_ns\":", min_latency_ns,
+        ",\"corrections\":[");
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const CorrectionSummary& r = rows[i];
+      const hull::ClockConditionReport& c = r.clock_condition;
+      std::string reason;
+      for (char ch : r.unavailable_reason) {
+        if (ch == '"' || ch == '\\') reason.push_back('\\');
+        if (static_cast<unsigned char>(ch) >= 0x20) reason.push_back(ch);
+      }
+      absl::StrAppend(
+          &json, i == 0 ? "" : ",", "{\"correction\":\"",
+          CorrectionKindName(r.kind), "\",\"available\":",
+          r.available ? "true" : "false", ",\"unavailable_reason\":\"", reason,
+          "\",\"messages\":", c.messages, ",\"violations\":", c.reversed,
+          ",\"below_min_latency\":", c.below_min_latency,
+          ",\"worst_latency_ns\":",
+          c.has_worst ? absl::StrCat(c.worst_latency_ns) : "null",
+          ",\"truth_events\":", r.truth_events, ",\"rms_error_ns\":",
+          r.truth_events > 0 ? absl::StrFormat("%.3f", r.rms_error_ns) : "null",
+          ",\"max_abs_error_ns\":",
+          r.truth_events > 0 ? absl::StrCat(r.max_abs_error_ns) : "null", "}");
+    }
+    json += "]}\n";
+    std::cout << json;
+    return 0;
+  }
+  std::cout << absl::StrFormat(
+      "%d processes, %d messages matched (%d sends, %d receives unmatched), "
+      "min latency %d ns\n",
+      traces->size(), messages->pairs.size(), messages->unmatched_sends,
+      messages->unmatched_recvs, min_latency_ns);
+  std::cout << absl::StrFormat("%-10s %9s %10s %10s %12s %12s %14s %14s\n",
+                               "correction", "messages", "violations",
+                               "below_min", "worst_ns", "truth_events",
+                               "rms_error_ns", "max_error_ns");
+  for (const CorrectionSummary& r : rows) {
+    const hull::ClockConditionReport& c = r.clock_condition;
+    if (!r.available && c.messages == 0 && r.truth_events == 0) {
+      std::cout << absl::StrFormat("%-10s unavailable: %s\n",
+                                   CorrectionKindName(r.kind),
+                                   r.unavailable_reason);
+      continue;
+    }
+    std::cout << absl::StrFormat(
+        "%-10s %9d %10d %10d %12s %12d %14s %14s\n", CorrectionKindName(r.kind),
+        c.messages, c.reversed, c.below_min_latency, WorstCell(c),
+        r.truth_events,
+        r.truth_events > 0 ? absl::StrFormat("%.1f", r.rms_error_ns) : "-",
+        r.truth_events > 0 ? absl::StrCat(r.max_abs_error_ns) : "-");
+    if (!r.available) {
+      std::cout << absl::StrFormat("%-10s   (partial: %s)\n", "",
+                                   r.unavailable_reason);
+    }
+  }
+  return 0;
+}
+
+int Export(const std::vector<std::string>& archives) {
+  int exit_code = 0;
+  const std::string format = absl::GetFlag(FLAGS_format);
+  if (format != "chrome" && format != "otf2") {
+    return Usage(absl::StrCat("bad flag --format: '", format,
+                              "' (expected chrome or otf2)"));
+  }
+  const std::string out_path = absl::GetFlag(FLAGS_out);
+  if (out_path.empty()) return Usage("bad flag --out: export needs --out=PATH");
+  std::optional<CorrectionKind> kind =
+      CorrectionFlag(CorrectionKind::kOnline, &exit_code);
+  if (!kind) return exit_code;
+  std::optional<std::vector<ProcessTrace>> traces = ReadAll(archives, &exit_code);
+  if (!traces) return exit_code;
+  std::optional<Timeline> timeline =
+      CompleteTimeline(*traces, archives, *kind, &exit_code);
+  if (!timeline) return exit_code;
+  if (format == "otf2") {
+    absl::Status status = WriteMergedOtf2(*traces, *timeline, out_path);
+    if (!status.ok()) {
+      return Usage(absl::StrCat("bad flag --out: ", status.message()));
+    }
+    return 0;
+  }
+  absl::StatusOr<MessageMatch> messages = MatchMessages(*traces);
+  if (!messages.ok()) return Unreadable(std::string(messages.status().message()));
+  std::ofstream out(out_path);
+  if (!out) return Usage(absl::StrCat("bad flag --out: cannot create ", out_path));
+  WriteChromeJson(*traces, *timeline, *messages, out);
+  out.close();
+  if (!out) return Usage(absl::StrCat("bad flag --out: cannot write ", out_path));
+  return 0;
+}
+
+int ProfileCommand(const std::vector<std::string>& archives) {
+  int exit_code = 0;
+  std::optional<CorrectionKind> kind =
+      CorrectionFlag(CorrectionKind::kNone, &exit_code);
+  if (!kind) return exit_code;
+  std::optional<std::vector<ProcessTrace>> traces = ReadAll(archives, &exit_code);
+  if (!traces) return exit_code;
+  std::optional<Timeline> timeline =
+      CompleteTimeline(*traces, archives, *kind, &exit_code);
+  if (!timeline) return exit_code;
+  const Profile profile = ProfileRegions(*traces, *timeline);
+  if (absl::GetFlag(FLAGS_json)) {
+    std::string json = absl::StrCat(
+        "{\"correction\":\"", CorrectionKindName(*kind),
+        "\",\"unmatched_leaves\":", profile.unmatched_leaves,
+        ",\"open_enters\":", profile.open_enters, ",\"regions\":[");
+    for (size_t i = 0; i < profile.regions.size(); ++i) {
+      const RegionProfile& r = profile.regions[i];
+      std::string name;
+      for (char ch : r.name) {
+        if (ch == '"' || ch == '\\') name.push_back('\\');
+        if (static_cast<unsigned char>(ch) >= 0x20) name.push_back(ch);
+      }
+      absl::StrAppend(&json, i == 0 ? "" : ",", "{\"rank\":",
+                      (*traces)[r.process].info.rank, ",\"region\":\"", name,
+                      "\",\"calls\":", r.calls, ",\"total_ns\":", r.total_ns,
+                      ",\"min_ns\":", r.min_ns, ",\"max_ns\":", r.max_ns,
+                      ",\"mean_ns\":", absl::StrFormat("%.1f", r.mean_ns()),
+                      "}");
+    }
+    json += "]}\n";
+    std::cout << json;
+    return 0;
+  }
+  std::cout << absl::StrFormat("%5s  %-30s %9s %15s %12s %12s %14s\n", "rank",
+                               "region", "calls", "total_ns", "min_ns",
+                               "max_ns", "mean_ns");
+  for (const RegionProfile& r : profile.regions) {
+    std::cout << absl::StrFormat("%5d  %-30s %9d %15d %12d %12d %14.1f\n",
+                                 (*traces)[r.process].info.rank, r.name,
+                                 r.calls, r.total_ns, r.min_ns, r.max_ns,
+                                 r.mean_ns());
+  }
+  if (profile.unmatched_leaves > 0 || profile.open_enters > 0) {
+    std::cout << absl::StrFormat(
+        "(%d leaves without their enter, %d enters never left)\n",
+        profile.unmatched_leaves, profile.open_enters);
+  }
+  return 0;
+}
+
+int Run(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h" || arg == "-help" || arg == "help") {
+      std::cout << kUsage;
+      return 0;
+    }
+  }
+  absl::SetProgramUsageMessage(kUsage);
+  std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
+  if (positional.size() < 2) return Usage("missing command");
+  const std::string command = positional[1];
+  std::vector<std::string> archives(positional.begin() + 2, positional.end());
+  if (command != "merge" && command != "compare" && command != "export" &&
+      command != "profile") {
+    return Usage(absl::StrCat("unknown command '", command,
+                              "' (expected merge, compare, export or profile)"));
+  }
+  if (archives.empty()) return Usage(absl::StrCat(command, ": no archive given"));
+  if (absl::GetFlag(FLAGS_min_latency_ns) < 0) {
+    return Usage("bad flag --min_latency_ns: must be >= 0");
+  }
+  if (command == "merge") return Merge(archives);
+  if (command == "compare") return Compare(archives);
+  if (command == "export") return Export(archives);
+  return ProfileCommand(archives);
+}
+
+}  // namespace
+}  // namespace clocksync::trace
+
+int main(int argc, char** argv) { return clocksync::trace::Run(argc, argv); }

@@ -1,0 +1,104 @@
+#!/bin/bash
+# End-to-end test of clocksync-trace on the synthetic two-process trace
+# (trace/synthetic_trace.h): compare's known answers, a Chrome JSON export
+# that parses with every flow start finished under the same id, a merged
+# OTF2 archive otf2-print reads, merge's order, profile, exit codes.
+set -euo pipefail
+
+TOOL="$1"
+MAKE="$2"
+WORK="${TEST_TMPDIR:-$(mktemp -d)}/clocksync_trace_test"
+rm -rf "$WORK"
+mkdir -p "$WORK"
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+"$MAKE" "$WORK" > "$WORK/answers"
+# shellcheck disable=SC1090
+source "$WORK/answers"
+[[ -n "$rank0" && -n "$rank1" ]] || fail "no answers"
+
+# --- compare --json: known answers -------------------------------------------
+"$TOOL" compare --json "$rank0" "$rank1" > "$WORK/compare.json"
+python3 - "$WORK/compare.json" "$messages" "$reversed_none" "$events" \
+    "$online_rms_error_ns" <<'PY'
+import json, sys
+path, messages, reversed_none, events, online_rms = sys.argv[1:]
+data = json.load(open(path))
+rows = {r["correction"]: r for r in data["corrections"]}
+assert data["messages"] == int(messages), data
+assert set(rows) == {"none", "online", "linear", "spline", "piecewise"}, rows
+assert rows["none"]["violations"] == int(reversed_none), rows["none"]
+assert rows["online"]["violations"] == 0, rows["online"]
+assert abs(rows["online"]["max_abs_error_ns"] - 200) <= 1, rows["online"]
+assert abs(rows["online"]["rms_error_ns"] - float(online_rms)) <= 1, rows["online"]
+assert rows["online"]["truth_events"] == int(events), rows["online"]
+for name in ("linear", "spline", "piecewise"):
+    assert rows[name]["violations"] == 0, rows[name]
+    assert rows[name]["max_abs_error_ns"] <= 3, rows[name]
+print("compare ok")
+PY
+"$TOOL" compare "$rank0" "$rank1" | tee "$WORK/compare.txt"
+grep -q "^online" "$WORK/compare.txt" || fail "compare table has no online row"
+
+# --- export chrome: JSON parses, flows pair up ---------------------------------
+"$TOOL" export --format=chrome --correction=spline --out="$WORK/trace.json" \
+    "$rank0" "$rank1"
+python3 - "$WORK/trace.json" "$messages" <<'PY'
+import json, sys
+from collections import Counter
+data = json.load(open(sys.argv[1]))
+events = data["traceEvents"]
+starts = Counter(e["id"] for e in events if e["ph"] == "s")
+finishes = Counter(e["id"] for e in events if e["ph"] == "f")
+assert len(starts) == int(sys.argv[2]), (len(starts), sys.argv[2])
+assert starts == finishes, "flow starts without finish or vice versa"
+assert all(v == 1 for v in starts.values())
+assert all(e.get("bp") == "e" for e in events if e["ph"] == "f")
+by_id = {}
+for e in events:
+    if e["ph"] in "sf":
+        by_id.setdefault(e["id"], {})[e["ph"]] = e
+for pair in by_id.values():
+    assert pair["s"]["ts"] <= pair["f"]["ts"], pair  # no reversed message
+depth = Counter()
+for e in events:
+    if e["ph"] == "B": depth[(e["pid"], e["tid"])] += 1
+    if e["ph"] == "E": depth[(e["pid"], e["tid"])] -= 1
+assert all(v == 0 for v in depth.values()), depth
+print("chrome ok:", len(events), "events")
+PY
+
+# --- export otf2: otf2-print reads it ------------------------------------------
+"$TOOL" export --format=otf2 --correction=linear --out="$WORK/merged" \
+    "$rank0" "$rank1"
+if [[ -x /usr/bin/otf2-print ]]; then
+  /usr/bin/otf2-print "$WORK/merged/traces.otf2" > "$WORK/merged.txt"
+  lines=$(grep -c -E "^(ENTER|LEAVE|MPI_SEND|MPI_RECV|MPI_COLLECTIVE_BEGIN|MPI_COLLECTIVE_END) " "$WORK/merged.txt")
+  [[ "$lines" == "$events" ]] || fail "otf2-print shows $lines events, want $events"
+else
+  echo "skipping otf2-print check: /usr/bin/otf2-print is not installed"
+fi
+
+# --- merge: one line per event, in global order --------------------------------
+"$TOOL" merge --correction=online --out="$WORK/merged.tsv" "$rank0" "$rank1"
+[[ "$(wc -l < "$WORK/merged.tsv")" == "$events" ]] || fail "merge line count"
+sort -n -c -k1,1 "$WORK/merged.tsv" || fail "merge output not in global order"
+
+# --- profile -------------------------------------------------------------------
+"$TOOL" profile --json "$rank0" "$rank1" > "$WORK/profile.json"
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert any(r['region']=='work' and r['rank']==1 for r in d['regions']), d" "$WORK/profile.json"
+
+# --- exit codes ----------------------------------------------------------------
+"$TOOL" --help | grep -q "Usage:" || fail "--help"
+set +e
+"$TOOL" compare > /dev/null 2> "$WORK/err"; code=$?
+[[ $code == 1 ]] || fail "no archive: exit $code"
+"$TOOL" merge --correction=cubic "$rank0" > /dev/null 2> "$WORK/err"; code=$?
+[[ $code == 1 ]] && grep -q -- "--correction" "$WORK/err" || fail "bad correction: exit $code $(cat "$WORK/err")"
+"$TOOL" frobnicate "$rank0" > /dev/null 2>&1; code=$?
+[[ $code == 1 ]] || fail "unknown command: exit $code"
+"$TOOL" compare "$WORK/nonexistent" > /dev/null 2> "$WORK/err"; code=$?
+[[ $code == 2 ]] && grep -q "nonexistent" "$WORK/err" || fail "unreadable: exit $code"
+set -e
+echo "PASS"

@@ -1,0 +1,702 @@
+// trace/otf2_reader.cc: an archive back into a ProcessTrace.
+
+#include "trace/otf2_reader.h"
+
+#include <otf2/otf2.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "trace/otf2_common.h"
+#include "trace/otf2_writer.h"
+#include "trace/sidecar.h"
+
+namespace clocksync::trace {
+namespace {
+
+namespace fs = std::filesystem;
+
+// --- definitions -------------------------------------------------------------
+
+struct LocationDef {
+  OTF2_StringRef name = OTF2_UNDEFINED_STRING;
+  uint64_t events = 0;
+  OTF2_LocationGroupRef group = OTF2_UNDEFINED_LOCATION_GROUP;
+};
+
+struct GroupDef {
+  OTF2_GroupType type = OTF2_GROUP_TYPE_UNKNOWN;
+  std::vector<uint64_t> members;
+};
+
+struct CommDef {
+  OTF2_StringRef name = OTF2_UNDEFINED_STRING;
+  OTF2_GroupRef group = OTF2_UNDEFINED_GROUP;
+};
+
+struct Definitions {
+  uint64_t timer_resolution = 0;
+  uint64_t trace_length = 0;
+  std::map<OTF2_StringRef, std::string> strings;
+  std::map<OTF2_LocationRef, LocationDef> locations;
+  std::map<OTF2_RegionRef, OTF2_StringRef> regions;
+  std::map<OTF2_GroupRef, GroupDef> groups;
+  std::map<OTF2_CommRef, CommDef> comms;
+
+  std::string String(OTF2_StringRef ref) const {
+    auto it = strings.find(ref);
+    return it == strings.end() ? std::string() : it->second;
+  }
+};
+
+OTF2_CallbackCode OnClockProperties(void* user, uint64_t resolution,
+                                    uint64_t /*offset*/, uint64_t length,
+                                    uint64_t /*realtime*/) {
+  auto* defs = static_cast<Definitions*>(user);
+  defs->timer_resolution = resolution;
+  defs->trace_length = length;
+  return OTF2_CALLBACK_SUCCESS;
+}
+
+OTF2_CallbackCode OnString(void* user, OTF2_StringRef self, const char* s) {
+  static_cast<Definitions*>(user)->strings[self] = s != nullptr ? s : "";
+  return OTF2_CALLBACK_SUCCESS;
+}
+
+OTF2_CallbackCode OnLocation(void* user, OTF2_LocationRef self,
+                             OTF2_StringRef name, OTF2_LocationType /*type*/,
+                             uint64_t events, OTF2_LocationGroupRef group) {
+  static_cast<Definitions*>(user)->locations[self] =
+      LocationDef{name, events, group};
+  return OTF2_CALLBACK_SUCCESS;
+}
+
+OTF2_CallbackCode OnRegion(void* user, OTF2_RegionRef self, OTF2_StringRef name,
+                           OTF2_StringRef, OTF2_StringRef, OTF2_RegionRole,
+                           OTF2_Paradigm, OTF2_RegionFlag, OTF2_StringRef,
+                           uint32_t, uint32_t) {
+  static_cast<Definitions*>(user)->regions[self] = name;
+  return OTF2_CALLBACK_SUCCESS;
+}
+
+OTF2_CallbackCode OnGroup(void* user, OTF2_GroupRef self, OTF2_StringRef,
+                          OTF2_GroupType type, OTF2_Paradigm, OTF2_GroupFlag,
+                          uint32_t count, const uint64_t* members) {
+  GroupDef& group = static_cast<Definitions*>(user)->groups[self];
+  group.type = type;
+  group.members.assign(members, members + count);
+  return OTF2_CALLBACK_SUCCESS;
+}
+
+OTF2_CallbackCode OnComm(void* user, OTF2_CommRef self, OTF2_StringRef name,
+                         OTF2_GroupRef group, OTF2_CommRef /*parent*/,
+                         OTF2_CommFlag /*flags*/) {
+  static_cast<Definitions*>(user)->comms[self] = CommDef{name, group};
+  return OTF2_CALLBACK_SUCCESS;
+}
+
+// --- events ------------------------------------------------------------------
+
+struct LocationEvents {
+  std::vector<Event> events;
+  std::vector<size_t> open_collectives;  // indices of begins without end
+  uint64_t other_records = 0;            // record types clocksync never writes
+};
+
+LocationEvents* Events(void* user) { return static_cast<LocationEvents*>(user); }
+
+OTF2_CallbackCode OnEnter(OTF2_LocationRef, OTF2_TimeStamp time, uint64_t,
+                          void* user, OTF2_AttributeList*,
+                          OTF2_RegionRef region) {
+  Event e;
+  e.stamp = time;
+  e.kind = EventKind::kEnter;
+  e.region = region;
+  Events(user)->events.push_back(e);
+  return OTF2_CALLBACK_SUCCESS;
+}
+
+OTF2_CallbackCode OnLeave(OTF2_LocationRef, OTF2_TimeStamp time, uint64_t,
+                          void* user, OTF2_AttributeList*,
+                          OTF2_RegionRef region) {
+  Event e;
+  e.stamp = time;
+  e.kind = EventKind::kLeave;
+  e.region = region;
+  Events(user)->events.push_back(e);
+  return OTF2_CALLBACK_SUCCESS;
+}
+
+Event Message(EventKind kind, OTF2_TimeStamp time, uint32_t peer,
+              OTF2_CommRef comm, uint32_t tag, uint64_t bytes) {
+  Event e;
+  e.stamp = time;
+  e.kind = kind;
+  e.peer = static_cast<int32_t>(peer);
+  e.comm = comm;
+  e.tag = tag;
+  e.bytes = bytes;
+  return e;
+}
+
+OTF2_CallbackCode OnSend(OTF2_LocationRef, OTF2_TimeStamp time, uint64_t,
+                         void* user, OTF2_AttributeList*, uint32_t receiver,
+                         OTF2_CommRef comm, uint32_t tag, uint64_t length) {
+  Events(user)->events.push_back(
+      Message(EventKind::kSend, time, receiver, comm, tag, length));
+  return OTF2_CALLBACK_SUCCESS;
+}
+
+OTF2_CallbackCode OnRecv(OTF2_LocationRef, OTF2_TimeStamp time, uint64_t,
+                         void* user, OTF2_AttributeList*, uint32_t sender,
+                         OTF2_CommRef comm, uint32_t tag, uint64_t length) {
+  Events(user)->events.push_back(
+      Message(EventKind::kRecv, time, sender, comm, tag, length));
+  return OTF2_CALLBACK_SUCCESS;
+}
+
+OTF2_CallbackCode OnCollectiveBegin(OTF2_LocationRef, OTF2_TimeStamp time,
+                                    uint64_t, void* user,
+                                    OTF2_AttributeList*) {
+  LocationEvents* state = Events(user);
+  Event e;
+  e.stamp = time;
+  e.kind = EventKind::kCollectiveBegin;
+  // Operation, communicator, root and bytes sent arrive with the end.
+  state->open_collectives.push_back(state->events.size());
+  state->events.push_back(e);
+  return OTF2_CALLBACK_SUCCESS;
+}
+
+OTF2_CallbackCode OnCollectiveEnd(OTF2_LocationRef, OTF2_TimeStamp time,
+                                  uint64_t, void* user, OTF2_AttributeList*,
+                                  OTF2_CollectiveOp op, OTF2_CommRef comm,
+                                  uint32_t root, uint64_t sent,
+                                  uint64_t received) {
+  LocationEvents* state = Events(user);
+  Event e;
+  e.stamp = time;
+  e.kind = EventKind::kCollectiveEnd;
+  e.collective = FromOtf2CollectiveOp(op);
+  e.comm = comm;
+  e.peer = static_cast<int32_t>(root);
+  e.bytes = received;
+  if (!state->open_collectives.empty()) {
+    Event& begin = state->events[state->open_collectives.back()];
+    state->open_collectives.pop_back();
+    begin.collective = e.collective;
+    begin.comm = comm;
+    begin.peer = e.peer;
+    begin.bytes = sent;
+  }
+  state->events.push_back(e);
+  return OTF2_CALLBACK_SUCCESS;
+}
+
+OTF2_CallbackCode OnUnknown(OTF2_LocationRef, OTF2_TimeStamp, uint64_t,
+                            void* user, OTF2_AttributeList*) {
+  ++Events(user)->other_records;
+  return OTF2_CALLBACK_SUCCESS;
+}
+
+// --- helpers -----------------------------------------------------------------
+
+struct ReaderCloser {
+  void operator()(OTF2_Reader* reader) const { OTF2_Reader_Close(reader); }
+};
+using ReaderPtr = std::unique_ptr<OTF2_Reader, ReaderCloser>;
+
+// A temporary directory removed with everything in it on destruction.
+class TempDir {
+ public:
+  TempDir() = default;
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  ~TempDir() {
+    if (!path_.empty()) {
+      std::error_code ignored;
+      fs::remove_all(path_, ignored);
+    }
+  }
+  absl::Status Create() {
+    const char* tmp = getenv("TMPDIR");
+    std::string pattern = absl::StrCat(
+        (tmp != nullptr && tmp[0] != '\0') ? tmp : "/tmp",
+        "/clocksync-trace-repair-XXXXXX");
+    if (mkdtemp(pattern.data()) == nullptr) {
+      return absl::UnavailableError(absl::StrCat(
+          "cannot create a temporary directory ", pattern, ": ",
+          std::strerror(errno)));
+    }
+    path_ = pattern;
+    return absl::OkStatus();
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return absl::NotFoundError(
+        absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
+  }
+  std::ostringstream out;
+  out << in.rdbuf();
+  if (in.bad()) {
+    return absl::UnavailableError(absl::StrCat("cannot read ", path));
+  }
+  return out.str();
+}
+
+// OTF2 event files (OTF2_Buffer): a sequence of chunks of the archive's
+// chunk size, the last one shorter. A chunk starts with an 18-byte header
+// (type 3, endianness, first and last event number); then records: type 0
+// ends a chunk (the rest of it is unused), type 2 ends the file, type 5 is
+// a timestamp (8 bytes follow) that belongs to the record after it, and
+// every other type has a length (1 byte, or 0xFF and 8 bytes) and that many
+// bytes of payload.
+inline constexpr size_t kChunkHeaderBytes = 18;
+inline constexpr uint8_t kEndOfChunk = 0;
+inline constexpr uint8_t kEndOfBuffer = 1;
+inline constexpr uint8_t kEndOfFile = 2;
+inline constexpr uint8_t kChunkHeader = 3;
+inline constexpr uint8_t kTimestamp = 5;
+
+struct ChunkScan {
+  bool end_of_file = false;  // the file's end marker was found: intact
+  // Bytes of the chunk up to the end of its last whole event record (or
+  // up to its end-of-chunk marker); 0 when not even the header is whole.
+  size_t keep = 0;
+};
+
+ChunkScan ScanChunk(absl::string_view chunk) {
+  ChunkScan scan;
+  if (chunk.size() < kChunkHeaderBytes ||
+      static_cast<uint8_t>(chunk[0]) != kChunkHeader) {
+    return scan;
+  }
+  size_t pos = kChunkHeaderBytes;
+  scan.keep = pos;
+  while (pos < chunk.size()) {
+    const uint8_t type = static_cast<uint8_t>(chunk[pos]);
+    if (type == kEndOfFile) {
+      scan.end_of_file = true;
+      scan.keep = pos;
+      return scan;
+    }
+    if (type == kEndOfChunk || type == kEndOfBuffer) {
+      scan.keep = pos;
+      return scan;
+    }
+    if (type == kChunkHeader) break;  // not a record: damaged
+    if (type == kTimestamp) {
+      pos += 9;
+      continue;
+    }
+    if (pos + 2 > chunk.size()) break;
+    uint64_t length = static_cast<uint8_t>(chunk[pos + 1]);
+    size_t payload = pos + 2;
+    if (length == 0xFF) {
+      if (pos + 10 > chunk.size()) break;
+      std::memcpy(&length, chunk.data() + pos + 2, 8);
+      payload = pos + 10;
+    }
+    if (length > chunk.size() - payload) break;
+    pos = payload + length;
+    scan.keep = pos;
+  }
+  return scan;
+}
+
+// Whether an event file ends properly (its last chunk holds the end-of-file
+// marker); if not, the bytes of a repaired file: everything up to the last
+// whole record, then the end-of-file marker ("" when no record is whole).
+struct EventFileCheck {
+  bool intact = true;
+  std::string repaired;
+  std::string what;  // for the truncation note
+};
+
+EventFileCheck CheckEventFile(const std::string& data, uint64_t chunk_bytes) {
+  EventFileCheck check;
+  if (data.empty()) {
+    check.intact = false;
+    check.what = "empty";
+    return check;
+  }
+  uint64_t start = (data.size() - 1) / chunk_bytes * chunk_bytes;
+  ChunkScan scan = ScanChunk(absl::string_view(data).substr(start));
+  if (scan.end_of_file) return check;
+  check.intact = false;
+  check.what = data.size() % chunk_bytes == 0
+                   ? "ends at a chunk boundary without its end marker"
+                   : "cut inside a chunk";
+  if (scan.keep <= kChunkHeaderBytes && start > 0) {
+    // Nothing whole in the last chunk: end the file in the one before, at
+    // its end-of-chunk marker.
+    start -= chunk_bytes;
+    scan = ScanChunk(absl::string_view(data).substr(start, chunk_bytes));
+  }
+  if (scan.keep <= kChunkHeaderBytes) return check;  // no whole record
+  check.repaired = data.substr(0, start + scan.keep);
+  check.repaired.push_back(static_cast<char>(kEndOfFile));
+  return check;
+}
+
+// Copies the OTF2 part of the archive to `repair_dir`, replacing the event
+// files named in `repaired` (file name -> contents; "" = drop the file)
+// and linking the others.
+absl::Status WriteRepairedCopy(
+    const std::string& archive_dir, const std::string& repair_dir,
+    const std::map<std::string, std::string>& repaired) {
+  std::error_code error;
+  const fs::path source(archive_dir);
+  const fs::path target(repair_dir);
+  for (const std::string& name :
+       {absl::StrCat(kOtf2ArchiveName, ".otf2"),
+        absl::StrCat(kOtf2ArchiveName, ".def")}) {
+    fs::copy_file(source / name, target / name, error);
+    if (error) {
+      return absl::UnavailableError(absl::StrCat(
+          "cannot copy ", (source / name).string(), " to ", repair_dir, ": ",
+          error.message()));
+    }
+  }
+  fs::create_directory(target / kOtf2ArchiveName, error);
+  for (const fs::directory_entry& entry :
+       fs::directory_iterator(source / kOtf2ArchiveName, error)) {
+    const std::string name = entry.path().filename().string();
+    const fs::path to = target / kOtf2ArchiveName / name;
+    auto it = repaired.find(name);
+    if (it == repaired.end()) {
+      fs::create_symlink(fs::absolute(entry.path()), to, error);
+      if (error) {
+        return absl::UnavailableError(absl::StrCat(
+            "cannot link ", entry.path().string(), ": ", error.message()));
+      }
+      continue;
+    }
+    if (it->second.empty()) continue;
+    std::ofstream out(to, std::ios::binary);
+    out.write(it->second.data(), static_cast<std::streamsize>(it->second.size()));
+    if (!out) {
+      return absl::UnavailableError(
+          absl::StrCat("cannot write repaired copy ", to.string()));
+    }
+  }
+  if (error) {
+    return absl::UnavailableError(absl::StrCat(
+        "cannot list ", (source / kOtf2ArchiveName).string(), ": ",
+        error.message()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Otf2Failure(const std::string& path, absl::string_view what,
+                         OTF2_ErrorCode code) {
+  std::string detail = LastOtf2Error();
+  if (detail.empty()) {
+    detail = absl::StrCat(OTF2_Error_GetName(code), ": ",
+                          OTF2_Error_GetDescription(code));
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat(path, ": ", what, ": ", detail));
+}
+
+// Opens the anchor file at `anchor` and reads the global definitions.
+absl::StatusOr<ReaderPtr> OpenAndReadDefinitions(const std::string& anchor,
+                                                 Definitions* defs) {
+  ClearOtf2Error();
+  ReaderPtr reader(OTF2_Reader_Open(anchor.c_str()));
+  if (reader == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        anchor, ": not a readable OTF2 anchor file: ", LastOtf2Error()));
+  }
+  OTF2_ErrorCode code = OTF2_Reader_SetSerialCollectiveCallbacks(reader.get());
+  if (code != OTF2_SUCCESS) {
+    return Otf2Failure(anchor, "setting up the reader", code);
+  }
+  OTF2_GlobalDefReader* global = OTF2_Reader_GetGlobalDefReader(reader.get());
+  if (global == nullptr) {
+    return Otf2Failure(anchor, "opening the global definitions",
+                       OTF2_ERROR_FILE_CAN_NOT_OPEN);
+  }
+  OTF2_GlobalDefReaderCallbacks* callbacks = OTF2_GlobalDefReaderCallbacks_New();
+  OTF2_GlobalDefReaderCallbacks_SetClockPropertiesCallback(callbacks,
+                                                           OnClockProperties);
+  OTF2_GlobalDefReaderCallbacks_SetStringCallback(callbacks, OnString);
+  OTF2_GlobalDefReaderCallbacks_SetLocationCallback(callbacks, OnLocation);
+  OTF2_GlobalDefReaderCallbacks_SetRegionCallback(callbacks, OnRegion);
+  OTF2_GlobalDefReaderCallbacks_SetGroupCallback(callbacks, OnGroup);
+  OTF2_GlobalDefReaderCallbacks_SetCommCallback(callbacks, OnComm);
+  code = OTF2_Reader_RegisterGlobalDefCallbacks(reader.get(), global, callbacks,
+                                                defs);
+  OTF2_GlobalDefReaderCallbacks_Delete(callbacks);
+  if (code != OTF2_SUCCESS) {
+    return Otf2Failure(anchor, "registering definition callbacks", code);
+  }
+  uint64_t read = 0;
+  code = OTF2_Reader_ReadAllGlobalDefinitions(reader.get(), global, &read);
+  if (code != OTF2_SUCCESS) {
+    return Otf2Failure(
+        absl::StrCat(anchor.substr(0, anchor.size() - 5), ".def"),
+        "reading the global definitions", code);
+  }
+  return reader;
+}
+
+// Reads every location's events. On an OTF2 error while decoding a
+// location's events, returns the error; events decoded up to then stay in
+// `out`.
+absl::Status ReadAllEvents(OTF2_Reader* reader, const std::string& evt_dir,
+                           const Definitions& defs,
+                           const std::set<OTF2_LocationRef>& skip,
+                           std::map<OTF2_LocationRef, LocationEvents>* out) {
+  for (const auto& [location, def] : defs.locations) {
+    if (skip.count(location) != 0) continue;
+    OTF2_ErrorCode code = OTF2_Reader_SelectLocation(reader, location);
+    if (code != OTF2_SUCCESS) {
+      return Otf2Failure(evt_dir, "selecting a location", code);
+    }
+  }
+  OTF2_ErrorCode code = OTF2_Reader_OpenDefFiles(reader);
+  if (code != OTF2_SUCCESS) {
+    return Otf2Failure(evt_dir, "opening local definition files", code);
+  }
+  for (const auto& [location, def] : defs.locations) {
+    if (skip.count(location) != 0) continue;
+    // Local definitions (empty from our writer) may carry id mappings that
+    // OTF2 applies to the events; a missing file is fine.
+    OTF2_DefReader* local = OTF2_Reader_GetDefReader(reader, location);
+    if (local != nullptr) {
+      uint64_t read = 0;
+      (void)OTF2_Reader_ReadAllLocalDefinitions(reader, local, &read);
+      (void)OTF2_Reader_CloseDefReader(reader, local);
+    }
+  }
+  (void)OTF2_Reader_CloseDefFiles(reader);
+  code = OTF2_Reader_OpenEvtFiles(reader);
+  if (code != OTF2_SUCCESS) {
+    return Otf2Failure(evt_dir, "opening event files", code);
+  }
+  absl::Status status;
+  for (const auto& [location, def] : defs.locations) {
+    if (skip.count(location) != 0) continue;
+    const std::string path = absl::StrCat(evt_dir, "/", location, ".evt");
+    ClearOtf2Error();
+    OTF2_EvtReader* events = OTF2_Reader_GetEvtReader(reader, location);
+    if (events == nullptr) {
+      status = Otf2Failure(path, "opening events", OTF2_ERROR_FILE_CAN_NOT_OPEN);
+      break;
+    }
+    LocationEvents& state = (*out)[location];
+    OTF2_EvtReaderCallbacks* callbacks = OTF2_EvtReaderCallbacks_New();
+    OTF2_EvtReaderCallbacks_SetEnterCallback(callbacks, OnEnter);
+    OTF2_EvtReaderCallbacks_SetLeaveCallback(callbacks, OnLeave);
+    OTF2_EvtReaderCallbacks_SetMpiSendCallback(callbacks, OnSend);
+    OTF2_EvtReaderCallbacks_SetMpiRecvCallback(callbacks, OnRecv);
+    OTF2_EvtReaderCallbacks_SetMpiCollectiveBeginCallback(callbacks,
+                                                          OnCollectiveBegin);
+    OTF2_EvtReaderCallbacks_SetMpiCollectiveEndCallback(callbacks,
+                                                        OnCollectiveEnd);
+    OTF2_EvtReaderCallbacks_SetUnknownCallback(callbacks, OnUnknown);
+    code = OTF2_Reader_RegisterEvtCallbacks(reader, events, callbacks, &state);
+    OTF2_EvtReaderCallbacks_Delete(callbacks);
+    if (code == OTF2_SUCCESS) {
+      uint64_t read = 0;
+      code = OTF2_Reader_ReadAllLocalEvents(reader, events, &read);
+    }
+    (void)OTF2_Reader_CloseEvtReader(reader, events);
+    if (code != OTF2_SUCCESS) {
+      status = Otf2Failure(path, "reading events", code);
+      break;
+    }
+  }
+  (void)OTF2_Reader_CloseEvtFiles(reader);
+  return status;
+}
+
+bool FileExists(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0;
+}
+
+}  // namespace
+
+absl::StatusOr<ProcessTrace> ReadProcessTrace(const std::string& archive_dir) {
+  InstallOtf2ErrorCapture();
+  struct stat st;
+  if (stat(archive_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return absl::NotFoundError(
+        absl::StrCat(archive_dir, ": no such trace directory"));
+  }
+  const std::string sidecar_path =
+      absl::StrCat(archive_dir, "/", kSidecarFileName);
+  const std::string anchor =
+      absl::StrCat(archive_dir, "/", kOtf2ArchiveName, ".otf2");
+  const std::string evt_dir = absl::StrCat(archive_dir, "/", kOtf2ArchiveName);
+  if (!FileExists(sidecar_path)) {
+    return absl::NotFoundError(absl::StrCat(
+        sidecar_path, ": missing (not a clocksync trace directory?)"));
+  }
+  if (!FileExists(anchor)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        anchor, ": missing: the writer did not finish this archive (the "
+                "process died before Otf2Writer::Finish); its event files "
+                "cannot be read without definitions"));
+  }
+  absl::StatusOr<std::string> sidecar_text = ReadWholeFile(sidecar_path);
+  if (!sidecar_text.ok()) return sidecar_text.status();
+  absl::StatusOr<sidecar::Contents> side =
+      sidecar::Parse(*sidecar_text, sidecar_path);
+  if (!side.ok()) return side.status();
+
+  ProcessTrace trace;
+  trace.info = side->info;
+  trace.mappings = std::move(side->mappings);
+  trace.sessions = std::move(side->sessions);
+  trace.truth = std::move(side->truth);
+  std::vector<std::string> notes;
+  if (!side->complete) notes.push_back(side->incomplete_note);
+
+  Definitions defs;
+  absl::StatusOr<ReaderPtr> reader = OpenAndReadDefinitions(anchor, &defs);
+  if (!reader.ok()) return reader.status();
+  uint64_t chunk_bytes = 0, def_chunk_bytes = 0;
+  if (OTF2_Reader_GetChunkSize(reader->get(), &chunk_bytes, &def_chunk_bytes) !=
+          OTF2_SUCCESS ||
+      chunk_bytes == 0) {
+    chunk_bytes = kOtf2EventChunkBytes;
+  }
+
+  // Event files that do not end with OTF2's end-of-file marker were cut
+  // (or their writer stopped): read a repaired copy instead.
+  std::map<std::string, std::string> repaired;
+  std::set<OTF2_LocationRef> skip;  // no whole event left
+  for (const auto& [location, def] : defs.locations) {
+    const std::string name = absl::StrCat(location, ".evt");
+    const std::string path = absl::StrCat(evt_dir, "/", name);
+    if (!FileExists(path)) {
+      if (def.events == 0) {
+        skip.insert(location);
+        continue;
+      }
+      return absl::NotFoundError(absl::StrCat(
+          path, ": missing, but the definitions announce ", def.events,
+          " events"));
+    }
+    absl::StatusOr<std::string> data = ReadWholeFile(path);
+    if (!data.ok()) return data.status();
+    EventFileCheck check = CheckEventFile(*data, chunk_bytes);
+    if (check.intact) continue;
+    notes.push_back(absl::StrCat(path, ": ", check.what, " (", data->size(),
+                                 " bytes, chunks of ", chunk_bytes,
+                                 "); read up to its last whole event"));
+    if (check.repaired.empty()) skip.insert(location);
+    repaired[name] = std::move(check.repaired);
+  }
+  TempDir repair;
+  if (!repaired.empty()) {
+    reader->reset();
+    absl::Status status = repair.Create();
+    if (status.ok()) {
+      status = WriteRepairedCopy(archive_dir, repair.path(), repaired);
+    }
+    if (!status.ok()) return status;
+    Definitions again;
+    reader = OpenAndReadDefinitions(
+        absl::StrCat(repair.path(), "/", kOtf2ArchiveName, ".otf2"), &again);
+    if (!reader.ok()) return reader.status();
+  }
+
+  std::map<OTF2_LocationRef, LocationEvents> events;
+  absl::Status read_status =
+      ReadAllEvents(reader->get(), evt_dir, defs, skip, &events);
+  if (!read_status.ok()) {
+    // A damaged file that is not cut: keep what was decoded, say so.
+    notes.push_back(absl::StrCat(read_status.message(),
+                                 "; events after the damage are lost"));
+  }
+
+  // Definitions -> model.
+  for (const auto& [id, name] : defs.regions) {
+    trace.regions.push_back(Region{id, defs.String(name)});
+  }
+  std::vector<uint64_t> comm_locations;
+  if (auto it = defs.groups.find(kOtf2CommLocationsGroup);
+      it != defs.groups.end() &&
+      it->second.type == OTF2_GROUP_TYPE_COMM_LOCATIONS) {
+    comm_locations = it->second.members;
+  }
+  for (const auto& [id, def] : defs.comms) {
+    Communicator comm{id, defs.String(def.name), {}};
+    auto group = defs.groups.find(def.group);
+    if (group != defs.groups.end()) {
+      for (uint64_t member : group->second.members) {
+        // Members index the COMM_LOCATIONS group; its entries are locations
+        // whose high 32 bits are the program rank.
+        const uint64_t location = member < comm_locations.size()
+                                      ? comm_locations[member]
+                                      : member << 32;
+        comm.ranks.push_back(static_cast<int32_t>(location >> 32));
+      }
+    }
+    trace.communicators.push_back(std::move(comm));
+  }
+  uint64_t total_events = 0;
+  for (const auto& [location, def] : defs.locations) {
+    ThreadTrace thread;
+    thread.thread_index = static_cast<uint32_t>(location & 0xFFFFFFFFu);
+    thread.name = defs.String(def.name);
+    auto it = events.find(location);
+    if (it != events.end()) {
+      thread.events = std::move(it->second.events);
+      // Records of other types (other_records: a foreign archive) are
+      // skipped; they do not make the trace incomplete.
+    }
+    if (thread.events.size() < def.events) {
+      if (repaired.empty() && read_status.ok()) {
+        notes.push_back(absl::StrCat(
+            evt_dir, "/", location, ".evt: ", thread.events.size(), " of ",
+            def.events, " events announced (file cut at a chunk boundary)"));
+      }
+    }
+    total_events += thread.events.size();
+    trace.threads.push_back(std::move(thread));
+  }
+  std::sort(trace.threads.begin(), trace.threads.end(),
+            [](const ThreadTrace& a, const ThreadTrace& b) {
+              return a.thread_index < b.thread_index;
+            });
+  if (side->complete && notes.empty() && total_events != side->end_events) {
+    notes.push_back(absl::StrCat(archive_dir, ": ", total_events,
+                                 " events read, the writer wrote ",
+                                 side->end_events));
+  }
+  if (!notes.empty()) {
+    trace.truncated = true;
+    for (size_t i = 0; i < notes.size(); ++i) {
+      absl::StrAppend(&trace.truncation_note, i == 0 ? "" : "; ", notes[i]);
+    }
+  }
+  return trace;
+}
+
+}  // namespace clocksync::trace

@@ -1,0 +1,72 @@
+// trace/sidecar.h: the clocksync sidecar file of an archive
+// (<archive_dir>/clocksync.sidecar), which holds what OTF2 has no record
+// for: process info, mapping records, sync sessions, ground truth.
+//
+// Line based, so that a file cut anywhere loses at most its last record:
+//
+//   clocksync-sidecar 1
+//   process rank=0 pid=4242 origin_ns=... tick_period_ns=1 name=app host=n01 node_id=n01 shm_path=/run/clocksyncd/clocksync.shm
+//   mapping local_ns=... raw_ns=... anchor_raw_ns=... anchor_global_ns=... rate_adj=1.2e-05 bound_at_anchor_ns=... bound_growth_ppb=... state=2 flags=256
+//   session kind=init exchanges=2 x=t1,t2,t3,t4;t1,t2,t3,t4
+//   truth master_offset_ns=... model_origin_raw_ns=... clock_model=offset=5ms%2Cfrequency_ppm=3
+//   end events=123456
+//
+// Fields are key=value separated by one space; values are percent-encoded
+// (%XX for '%', ' ', '=', ',', ';' and bytes outside 0x21..0x7e), so any
+// string survives. Integers are decimal, doubles "%.17g" (exact round trip).
+// Unknown keys and unknown record types are ignored (forward compatible);
+// a missing key, a bad number or an unknown version is an error. Only the
+// "end" line, written last by Otf2Writer::Finish, says the file is complete.
+// docs/TRACE_FORMAT.md has the full grammar.
+
+#ifndef CLOCKSYNC_TRACE_SIDECAR_H_
+#define CLOCKSYNC_TRACE_SIDECAR_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "trace/trace.h"
+
+namespace clocksync::trace::sidecar {
+
+inline constexpr char kMagic[] = "clocksync-sidecar";
+inline constexpr int kVersion = 1;
+
+// Percent-encoding of a value (see above) and its inverse. Decode fails on
+// a malformed escape.
+std::string Encode(absl::string_view value);
+absl::StatusOr<std::string> Decode(absl::string_view value);
+
+// One line each, newline included.
+std::string VersionLine();
+std::string ProcessLine(const ProcessInfo& info);
+std::string MappingLine(const MappingRecord& record);
+std::string SessionLine(const SyncSession& session);
+std::string TruthLine(const GroundTruth& truth);
+std::string EndLine(uint64_t events);
+
+// Everything a sidecar holds.
+struct Contents {
+  ProcessInfo info;
+  std::vector<MappingRecord> mappings;
+  std::vector<SyncSession> sessions;
+  std::optional<GroundTruth> truth;
+  bool complete = false;  // the "end" line was there
+  uint64_t end_events = 0;  // events the writer counted (end line)
+  // Why the file is incomplete: no end line, or a last line without its
+  // newline (dropped). Empty when complete.
+  std::string incomplete_note;
+};
+
+// Parses a whole sidecar. `path` only names the file in messages, which
+// read "<path>:<line>: <what>". A last line without a newline is a cut
+// record: dropped, noted in incomplete_note, not an error.
+absl::StatusOr<Contents> Parse(absl::string_view text, const std::string& path);
+
+}  // namespace clocksync::trace::sidecar
+
+#endif  // CLOCKSYNC_TRACE_SIDECAR_H_
