@@ -597,6 +597,12 @@ absl::StatusOr<HeartbeatResponse> MembershipAgent::HandleHeartbeat(
     const HeartbeatRequest& request) {
   const int64_t now = daemon::RawNowNs();
   std::lock_guard<std::mutex> lock(mu_);
+  if (leaving_ && leaving_children_.count(request.node_id()) > 0) {
+    // Its Leave (with the successor) is on the way: a failed heartbeat, not
+    // "you are not my child", which would send it back to us.
+    return absl::UnavailableError(
+        absl::StrCat(self_.node_id, " is leaving; wait for its Leave"));
+  }
   if (!membership_.OnChildHeard(request.node_id(), request.subtree_size(),
                                 request.rtt_ns(), now,
                                 request.free_slot_depth())) {

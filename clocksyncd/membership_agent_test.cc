@@ -248,7 +248,14 @@ TEST(MembershipAgentTest, TreeFormsRejoinsAndSurvivesALeave) {
   }
 
   // A clean leave of a node with children: they are handed to its parent
-  // (or below it) and it returns once they re-attached.
+  // (or below it) and it returns once they re-attached. First let the tree
+  // settle: everyone attached again and leases renewed.
+  std::vector<std::string> survivors;
+  for (const std::string& id : all) {
+    if (id != victim) survivors.push_back(id);
+  }
+  ASSERT_TRUE(WaitFor([&] { return attached(survivors); }, std::chrono::seconds(5)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
   std::string leaver;
   for (const std::string& id : all) {
     if (id != victim && cluster.Get(id)->agent->snapshot().children > 0) leaver = id;
@@ -264,7 +271,7 @@ TEST(MembershipAgentTest, TreeFormsRejoinsAndSurvivesALeave) {
   cluster.Get(leaver)->agent->LeaveAndStop(2'000'000'000);
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
   EXPECT_EQ(cluster.Get(leaver)->agent->snapshot().state, MembershipState::kLeft);
-  EXPECT_TRUE(moved(kids, leaver));
+  EXPECT_TRUE(WaitFor([&] { return moved(kids, leaver); }, std::chrono::seconds(3)));
   for (const std::string& id : kids) {
     // A clean leave is not a loss: the children were told.
     EXPECT_EQ(cluster.Get(id)->agent->snapshot().parent_losses, losses_before[id]) << id;
