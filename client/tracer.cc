@@ -37,6 +37,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <condition_variable>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -450,13 +451,44 @@ class SyncRunner {
 // 5. Per-thread state, globals, the Impl
 // ============================================================================
 
+// A spin lock for the few instructions of a buffer hand-off. A signal
+// handler only tries it, for a bounded time (its holder may be the thread
+// the signal interrupted).
+class SwapLock {
+ public:
+  void lock() noexcept {
+    while (locked_.exchange(true, std::memory_order_acquire)) {
+      while (locked_.load(std::memory_order_relaxed)) __builtin_ia32_pause();
+    }
+  }
+  bool TryLockBounded() noexcept {
+    for (int i = 0; i < kSwapLockSignalSpins; ++i) {
+      if (!locked_.exchange(true, std::memory_order_acquire)) return true;
+      __builtin_ia32_pause();
+    }
+    return false;
+  }
+  void unlock() noexcept { locked_.store(false, std::memory_order_release); }
+
+ private:
+  static constexpr int kSwapLockSignalSpins = 1 << 22;  // a few ms
+  std::atomic<bool> locked_{false};
+};
+
 // The state of one recording thread. The hot fields are touched only by
 // their thread; `count` is also read by flushers (Finalize, the fatal-signal
 // path), which is why it is an atomic the owner release-stores after
 // writing each event: a flusher reads exactly the committed events.
+//
+// Double buffering: when `events` fills, the owner hands it to the writer
+// thread (`pending`), continues in the second buffer (`other`), and only
+// waits when that one fills too before the writer is done with the first.
+// The hand-off changes `events`, `other`, `pending` and `pending_count`
+// under `swap_lock`; flushers read them under it too. `pending` is cleared
+// (writer_mutex_ held) once its events are in the archive.
 struct ThreadState {
   // --- hot: owner thread only ---
-  Event* events = nullptr;            // the buffer, `capacity` events
+  Event* events = nullptr;            // the active buffer, `capacity` events
   uint32_t capacity = 0;
   std::atomic<uint32_t> count{0};     // committed, unflushed events
   uint64_t last_seq = ~uint64_t{0};   // segment sequence last looked at
@@ -464,10 +496,16 @@ struct ThreadState {
   hull::TraceStamper stamper;
   int32_t open_collectives = 0;       // CollectiveBegin without End yet
   LocalClockFn clock;                 // raw, or the modeled clock
+  // --- hand-off ---
+  SwapLock swap_lock;
+  Event* other = nullptr;             // the second buffer (nullptr: none yet)
+  std::atomic<Event*> pending{nullptr};  // full, waiting for the writer
+  uint32_t pending_count = 0;         // events in `pending`
   // --- cold ---
   uint32_t thread_index = 0;
   std::string name;
-  std::unique_ptr<Event[]> chunk;     // owns `events`
+  std::unique_ptr<Event[]> chunk;     // the two buffers
+  std::unique_ptr<Event[]> other_chunk;
   uint64_t flushed = 0;               // events handed to the writer (lock)
   ThreadState* next = nullptr;        // the Impl's list of every thread
 };
@@ -684,10 +722,48 @@ class Impl {
     return raw;
   }
 
-  // Writes the committed events of a full (or exiting) thread's buffer.
+  // The owner's buffer is full: hand it to the writer thread and go on in
+  // the second buffer, waiting first if the writer still has the second
+  // one. Without a writer thread (stopped) or a second buffer (out of
+  // memory), writes the buffer on the calling thread.
+  void BufferFull(ThreadState* state) {
+    if (state->other == nullptr) {
+      // The first hand-off of this thread allocates the second buffer.
+      state->other_chunk.reset(new (std::nothrow) Event[state->capacity]());
+      if (state->other_chunk == nullptr) return FlushThread(state);
+      state->other = state->other_chunk.get();
+    }
+    {
+      std::unique_lock<std::mutex> lock(handoff_mutex_);
+      if (state->pending.load(std::memory_order_acquire) != nullptr &&
+          writer_running_) {
+        ++writer_waits_;
+        handoff_cv_.wait(lock, [&] {
+          return state->pending.load(std::memory_order_acquire) == nullptr ||
+                 !writer_running_;
+        });
+      }
+      if (!writer_running_) {
+        lock.unlock();
+        return FlushThread(state);
+      }
+    }
+    {
+      std::lock_guard<SwapLock> swap(state->swap_lock);
+      state->pending_count = state->count.load(std::memory_order_relaxed);
+      state->pending.store(state->events, std::memory_order_release);
+      std::swap(state->events, state->other);
+      state->count.store(0, std::memory_order_release);
+    }
+    std::lock_guard<std::mutex> lock(handoff_mutex_);
+    ++handoffs_waiting_;
+    work_cv_.notify_one();
+  }
+
+  // Writes every committed event of a thread on the calling thread.
   void FlushThread(ThreadState* state) {
     std::lock_guard<OwnedMutex> lock(writer_mutex_);
-    FlushLocked(state);
+    FlushLocked(state, /*from_signal=*/false);
     ++flushes_;
   }
 
@@ -701,10 +777,13 @@ class Impl {
   // skip it (events == nullptr).
   void RetireThread(ThreadState* state) {
     std::lock_guard<OwnedMutex> lock(writer_mutex_);
-    FlushLocked(state);
+    FlushLocked(state, /*from_signal=*/false);
+    std::lock_guard<SwapLock> swap(state->swap_lock);
     state->events = nullptr;
+    state->other = nullptr;
     state->capacity = 0;
     state->chunk.reset();
+    state->other_chunk.reset();
   }
 
   // --- mapping records ------------------------------------------------------
@@ -781,6 +860,8 @@ class Impl {
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &previous);
     service_ = std::thread([this] { ServiceLoop(); });
+    writer_running_ = true;
+    writer_thread_ = std::thread([this] { WriterLoop(); });
     pthread_sigmask(SIG_SETMASK, &previous, nullptr);
     g_service_eventfd.store(fd, std::memory_order_release);
     return absl::OkStatus();
@@ -795,6 +876,21 @@ class Impl {
     if (service_.joinable()) service_.join();
     close(eventfd_);
     eventfd_ = -1;
+  }
+
+  // Stops the writer thread once it wrote every buffer handed to it; later
+  // full buffers are written by their own threads.
+  void StopWriter() {
+    {
+      std::lock_guard<std::mutex> lock(handoff_mutex_);
+      if (!writer_running_) return;
+      stop_writer_ = true;
+      work_cv_.notify_one();
+    }
+    if (writer_thread_.joinable()) writer_thread_.join();
+    std::lock_guard<std::mutex> lock(handoff_mutex_);
+    writer_running_ = false;
+    handoff_cv_.notify_all();
   }
 
   // --- signals --------------------------------------------------------------
@@ -833,7 +929,7 @@ class Impl {
     }
     for (ThreadState* state = threads_.load(std::memory_order_acquire);
          state != nullptr; state = state->next) {
-      FlushLocked(state);
+      FlushLocked(state, from_signal);
     }
     // The definitions, records and sessions: with the state lock, or, when
     // a signal handler cannot have it, none (the writer then names the
@@ -875,9 +971,17 @@ class Impl {
           first_error_.ok() ? std::string() : first_error_.ToString();
       for (ThreadState* state = threads_.load(std::memory_order_acquire);
            state != nullptr; state = state->next) {
+        std::lock_guard<SwapLock> swap(state->swap_lock);
         stats.events_recorded +=
             state->flushed + state->count.load(std::memory_order_acquire);
+        if (state->pending.load(std::memory_order_acquire) != nullptr) {
+          stats.events_recorded += state->pending_count;
+        }
       }
+    }
+    {
+      std::lock_guard<std::mutex> lock(handoff_mutex_);
+      stats.writer_waits = writer_waits_;
     }
     stats.events_rejected = events_rejected_.load(std::memory_order_relaxed);
     stats.threads = thread_count_.load(std::memory_order_relaxed);
@@ -909,15 +1013,45 @@ class Impl {
     if (sigaction(signo, &action, nullptr) == 0) g_installed[signo] = true;
   }
 
-  // Hands a thread's committed events to the writer (writer_mutex_ held).
-  void FlushLocked(ThreadState* state) {
-    if (state->events == nullptr) return;
+  // Hands a thread's committed events to the archive, the pending buffer's
+  // first (writer_mutex_ held). `from_signal`: a fatal-signal handler, which
+  // only tries the thread's swap lock and wakes nobody.
+  void FlushLocked(ThreadState* state, bool from_signal) {
+    if (from_signal) {
+      if (!state->swap_lock.TryLockBounded()) return;
+    } else {
+      state->swap_lock.lock();
+    }
+    Event* const events = state->events;
     const uint32_t n = state->count.load(std::memory_order_acquire);
-    if (n == 0) return;
+    state->swap_lock.unlock();
+    WritePendingLocked(state, !from_signal);
+    if (events == nullptr || n == 0) return;
+    WriteLocked(state, events, n);
+    state->count.store(0, std::memory_order_release);
+  }
+
+  // Writes the thread's pending buffer, if it has one, and gives it back to
+  // the owner (writer_mutex_ held). Only the owner sets `pending`, and only
+  // while it is null, so it cannot change under a writer that holds
+  // writer_mutex_ and found it set.
+  void WritePendingLocked(ThreadState* state, bool wake_owner) {
+    Event* const pending = state->pending.load(std::memory_order_acquire);
+    if (pending == nullptr) return;
+    WriteLocked(state, pending, state->pending_count);
+    state->pending.store(nullptr, std::memory_order_release);
+    if (wake_owner) {
+      std::lock_guard<std::mutex> lock(handoff_mutex_);
+      handoff_cv_.notify_all();
+    }
+  }
+
+  // Appends `n` events of `state` to the archive (writer_mutex_ held).
+  void WriteLocked(ThreadState* state, const Event* events, uint32_t n) {
     absl::Status status;
     try {
       status = writer_->AppendEvents(state->thread_index, state->name,
-                                     absl::MakeConstSpan(state->events, n));
+                                     absl::MakeConstSpan(events, n));
     } catch (const std::bad_alloc&) {
       status = absl::ResourceExhaustedError(absl::StrCat(
           "trace ", writer_->archive_dir(), ": out of memory writing events"));
@@ -928,7 +1062,26 @@ class Impl {
       NoteWriterError(status, n);
     }
     state->flushed += n;
-    state->count.store(0, std::memory_order_release);
+  }
+
+  // The writer thread: writes the buffers recording threads hand off.
+  void WriterLoop() {
+    std::unique_lock<std::mutex> lock(handoff_mutex_);
+    while (true) {
+      work_cv_.wait(lock, [&] { return handoffs_waiting_ > 0 || stop_writer_; });
+      if (handoffs_waiting_ == 0) break;  // stopping, nothing left
+      handoffs_waiting_ = 0;
+      lock.unlock();
+      for (ThreadState* state = threads_.load(std::memory_order_acquire);
+           state != nullptr; state = state->next) {
+        if (state->pending.load(std::memory_order_acquire) == nullptr) continue;
+        std::lock_guard<OwnedMutex> writer_lock(writer_mutex_);
+        if (state->pending.load(std::memory_order_acquire) == nullptr) continue;
+        WritePendingLocked(state, /*wake_owner=*/true);
+        ++flushes_;
+      }
+      lock.lock();
+    }
   }
 
   // The archive failed: count the lost events, keep the first error, warn
@@ -1101,6 +1254,15 @@ class Impl {
   int eventfd_ = -1;
   std::atomic<bool> stop_service_{false};
   std::thread service_;
+
+  std::mutex handoff_mutex_;  // the members down to writer_waits_
+  std::condition_variable work_cv_;     // buffers handed off, or stop
+  std::condition_variable handoff_cv_;  // a pending buffer was written
+  uint64_t handoffs_waiting_ = 0;
+  bool stop_writer_ = false;
+  bool writer_running_ = false;
+  uint64_t writer_waits_ = 0;  // full buffers that waited for the writer
+  std::thread writer_thread_;
 };
 
 // --- signal handlers --------------------------------------------------------
@@ -1267,7 +1429,7 @@ __attribute__((noinline)) void MappingChanged(ThreadState* state) noexcept {
 
 __attribute__((noinline)) void BufferFull(ThreadState* state) noexcept {
   if (Impl* impl = g_impl.load(std::memory_order_acquire)) {
-    impl->FlushThread(state);
+    impl->BufferFull(state);
   }
 }
 
@@ -1635,6 +1797,7 @@ absl::Status Tracer::Finalize() {
   const bool mine = g_signal_flush_state.compare_exchange_strong(expected, 1);
   if (mine) g_completing_tid.store(ThreadId(), std::memory_order_relaxed);
   impl->StopService();
+  impl->StopWriter();
   impl->RunSession(trace::SyncSessionKind::kFinalize).IgnoreError();
   const absl::Status status =
       mine ? impl->FlushAllAndFinish(/*from_signal=*/false)

@@ -39,9 +39,12 @@
 //   - a thread's first event: its buffer is allocated and registered;
 //   - the daemon published a new mapping (the sequence word changed): the
 //     mapping is read and appended to the trace (under a mutex);
-//   - the buffer is full: it is written to the archive by the recording
-//     thread (under the writer's mutex), which costs tens of ns per event,
-//     amortized over the buffer (see //client:tracer_benchmark).
+//   - the buffer is full: the thread hands it to the tracer's writer
+//     thread and records on into its second buffer (allocated at the first
+//     hand-off); it waits only if that one fills too before the writer is
+//     done (TracerStats::writer_waits). The OTF2 encoding and the file
+//     writes thus run beside the program, not on its threads (see
+//     //client:tracer_benchmark).
 // Events are never dropped silently: when the archive cannot be written
 // (disk full, say) they are counted in TracerStats::events_dropped and
 // Finalize() returns the error.
@@ -134,8 +137,9 @@ struct TracerOptions {
   // Period of background sync sessions, ns; 0: none.
   // CLOCKSYNC_SYNC_PERIOD_MS (in ms).
   int64_t sync_period_ns = 0;
-  // Events per thread buffer (40 bytes each); a full buffer is written to
-  // the archive. 16..2^26. CLOCKSYNC_TRACE_BUFFER_EVENTS.
+  // Events per thread buffer (40 bytes each; each recording thread has two
+  // once its first buffer filled, one being written while it records into
+  // the other). 16..2^26. CLOCKSYNC_TRACE_BUFFER_EVENTS.
   int64_t buffer_events = 65536;
   // Complete the archive on SIGSEGV, SIGABRT, SIGINT, SIGTERM.
   // CLOCKSYNC_TRACE_SIGNALS (0 or 1).
@@ -159,6 +163,7 @@ struct TracerStats {
   uint64_t sync_exchanges = 0;   // exchanges over all sessions
   uint64_t threads = 0;          // threads that recorded
   uint64_t flushes = 0;          // buffers written before Finalize
+  uint64_t writer_waits = 0;     // full buffers that waited for the writer
   bool has_model = false;        // events are on a modeled clock
   std::string archive_dir;       // where the archive goes
   std::string first_error;       // first archive error ("" none)
@@ -175,7 +180,7 @@ class Tracer {
   // archive directory, maps the daemon's segment (absent: a warning), reads
   // a modeled clock if there is one, runs the init sync session, starts the
   // service thread (segment watch, periodic sessions, SIGINT/SIGTERM) and
-  // installs the signal handlers. Errors: InvalidArgument (options or
+  // the writer thread (full buffers), and installs the signal handlers. Errors: InvalidArgument (options or
   // environment), AlreadyExists (the archive directory is not empty; or
   // FailedPrecondition when the tracer is already initialized), and the
   // writer's errors naming the path. On error nothing is left running.

@@ -4,6 +4,9 @@
 // the same or not, on every event kind; and it is a single clock read per
 // event (no system call: checked by the event rate in the benchmark).
 //
+// Full buffers handed to the writer thread allocate nothing on the
+// recording thread either, once its second buffer exists.
+//
 // This binary replaces the global operator new with one that counts the
 // allocations of threads that opted in (as clocksyncd/probe_alloc_test.cc
 // does); it is a separate test so that no other test runs with it.
@@ -112,6 +115,43 @@ TEST(TracerAllocTest, RecordingAllocatesNothingInSteadyState) {
   EXPECT_EQ(stats.flushes, 0u);
   ASSERT_TRUE(Tracer::Finalize().ok());
   EXPECT_EQ(Tracer::Stats().events_written, 600'000u + 200u + 2u);
+}
+
+// Full buffers go to the tracer's writer thread: once a thread has its
+// second buffer (allocated at its first hand-off), filling buffers, handing
+// them off and waiting for the writer allocate nothing on the recording
+// thread (the writer thread's OTF2 allocations are its own).
+TEST(TracerAllocTest, HandOffsOfFullBuffersAllocateNothing) {
+  const char* base = getenv("TEST_TMPDIR");
+  std::string dir = std::string(base != nullptr ? base : "/tmp") +
+                    "/tracer_alloc_handoff.XXXXXX";
+  ASSERT_NE(mkdtemp(dir.data()), nullptr);
+  TracerOptions options;
+  options.trace_dir = dir;
+  options.name = "alloc";
+  options.shm_path = dir + "/absent.shm";  // no daemon: fine
+  options.buffer_events = 1024;
+  options.read_environment = false;
+  options.install_signal_handlers = false;
+  ASSERT_TRUE(Tracer::Init(options).ok());
+  const uint32_t region = *Tracer::DefineRegion("r");
+  for (int i = 0; i < 1024; ++i) {  // fills both buffers: two hand-offs
+    Tracer::Enter(region);
+    Tracer::Leave(region);
+  }
+
+  t_allocations = 0;
+  t_counting = true;
+  for (int i = 0; i < 200'000; ++i) {
+    Tracer::Enter(region);
+    Tracer::Leave(region);
+  }
+  t_counting = false;
+  EXPECT_EQ(t_allocations, 0u) << "over ~390 hand-offs";
+  ASSERT_TRUE(Tracer::Finalize().ok());
+  const TracerStats stats = Tracer::Stats();
+  EXPECT_EQ(stats.events_written, 2u * (1024 + 200'000));
+  EXPECT_GT(stats.flushes, 300u);
 }
 
 }  // namespace

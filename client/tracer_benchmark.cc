@@ -11,18 +11,24 @@
 // the same temporary directory on disk, with the default buffer of 65536
 // events per thread. Events are Enter/Leave pairs of one region.
 //
-// The flush cost is included, amortized: each round of the interleaved
-// comparison records exactly one buffer's worth of events, so every round
-// fills the buffer exactly once and pays for one flush (OTF2 encoding of
-// 65536 events and its file writes). Rounds alternate their order (bare
-// reads first, then events, or the reverse); the median of the per-round
-// ratios is the figure, so load that comes and goes on this shared machine
-// drops out. Google Benchmark's interleaved repetitions run first, as a
-// cross-check (also with flushes amortized, at whatever rate they occur).
+// Each round of the interleaved comparison records exactly one buffer's
+// worth of events, so every round fills a buffer once and pays for one
+// hand-off to the tracer's writer thread (and for waiting, should the
+// writer still have the other buffer: TracerStats::writer_waits). Rounds
+// alternate their order (bare reads first, then events, or the reverse);
+// the median of the per-round ratios is the figure, so load that comes and
+// goes on this shared machine drops out. Google Benchmark's interleaved
+// repetitions run first, as a cross-check.
+//
+// The writer thread's work (OTF2 encoding, file writes) runs beside the
+// recording thread, on another core when there is one; its CPU time per
+// event is reported too (the process's CPU time minus the recording
+// thread's, over the interleaved rounds, per event recorded).
 //
 // Output ends with
 //   FIGURE tracer_event_ns <v> ns
 //   FIGURE clock_gettime_ns <v> ns
+//   FIGURE tracer_writer_cpu_ns_per_event <v> ns
 //   FIGURE tracer_event_vs_clock_gettime_ratio <v> x
 
 #include <ftw.h>
@@ -102,6 +108,12 @@ class CollectingReporter : public benchmark::ConsoleReporter {
  private:
   std::map<std::string, std::vector<double>> cpu_ns_;
 };
+
+int64_t CpuNs(clockid_t clock) {
+  struct timespec ts;
+  clock_gettime(clock, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
 
 // ns per call of kBufferEvents bare clock reads.
 double TimeBareBatchNs() {
@@ -210,6 +222,9 @@ int main(int argc, char** argv) {
 
   // The interleaved comparison, one buffer (one flush) per round.
   std::vector<double> bare_ns, event_ns, ratios;
+  const uint64_t recorded_before = clocksync::Tracer::Stats().events_recorded;
+  const int64_t process_cpu_before_ns = CpuNs(CLOCK_PROCESS_CPUTIME_ID);
+  const int64_t thread_cpu_before_ns = CpuNs(CLOCK_THREAD_CPUTIME_ID);
   for (int round = 0; round < kRounds; ++round) {
     double bare = 0, event = 0;
     if (round % 2 == 0) {
@@ -225,6 +240,15 @@ int main(int argc, char** argv) {
   }
 
   const clocksync::TracerStats live = clocksync::Tracer::Stats();
+  // The writer's backlog at the end of the rounds is at most one buffer:
+  // small beside the 101 buffers written, and counted in Finalize's time,
+  // not here.
+  const int64_t background_cpu_ns =
+      (CpuNs(CLOCK_PROCESS_CPUTIME_ID) - process_cpu_before_ns) -
+      (CpuNs(CLOCK_THREAD_CPUTIME_ID) - thread_cpu_before_ns);
+  const double writer_cpu_ns_per_event =
+      static_cast<double>(background_cpu_ns) /
+      static_cast<double>(live.events_recorded - recorded_before);
   const absl::Status finalized = clocksync::Tracer::Finalize();
   stop = true;
   daemon.join();
@@ -240,10 +264,12 @@ int main(int argc, char** argv) {
   // BM_TracerEvent's iteration is two events.
   const double event_cpu_ns = reporter.MedianCpuNs("BM_TracerEvent") / 2;
   std::printf(
-      "tracer: %llu events written in %llu buffer flushes before Finalize, "
-      "%llu dropped, %llu mapping records (a new mapping every 100 ms)\n",
+      "tracer: %llu events written in %llu buffer flushes before Finalize "
+      "(%llu of them waited for the writer thread), %llu dropped, %llu "
+      "mapping records (a new mapping every 100 ms)\n",
       static_cast<unsigned long long>(stats.events_written),
       static_cast<unsigned long long>(live.flushes),
+      static_cast<unsigned long long>(live.writer_waits),
       static_cast<unsigned long long>(stats.events_dropped),
       static_cast<unsigned long long>(stats.mapping_records));
   if (raw_cpu_ns > 0 && event_cpu_ns > 0) {
@@ -253,7 +279,7 @@ int main(int argc, char** argv) {
         raw_cpu_ns, event_cpu_ns, event_cpu_ns / raw_cpu_ns);
   }
   std::printf(
-      "interleaved, %d rounds of %lld calls each (one buffer flush per "
+      "interleaved, %d rounds of %lld calls each (one buffer hand-off per "
       "round, included): clock_gettime median %.2f ns, event median %.2f "
       "ns\n",
       kRounds, static_cast<long long>(kBufferEvents), Median(bare_ns),
@@ -261,6 +287,8 @@ int main(int argc, char** argv) {
   std::printf("target: ratio <= 2\n");
   std::printf("FIGURE tracer_event_ns %.2f ns\n", Median(event_ns));
   std::printf("FIGURE clock_gettime_ns %.2f ns\n", Median(bare_ns));
+  std::printf("FIGURE tracer_writer_cpu_ns_per_event %.2f ns\n",
+              writer_cpu_ns_per_event);
   std::printf("FIGURE tracer_event_vs_clock_gettime_ratio %.3f x\n",
               Median(ratios));
   std::fflush(stdout);

@@ -493,6 +493,49 @@ TEST_F(TracerTest, ExitingThreadsFlushTheirBuffers) {
   for (const auto& t : read->threads) EXPECT_EQ(t.events.size(), 20u);
 }
 
+// Threads fill their smallest buffers much faster than the writer thread
+// writes them: every hand-off, the waits for the writer, and the threads'
+// exits with a buffer still pending keep every event, in order.
+TEST_F(TracerTest, HandOffsUnderPressureKeepEveryEventInOrder) {
+  options_.sync_max_messages = 0;
+  options_.buffer_events = 16;
+  ASSERT_TRUE(Tracer::Init(options_).ok());
+  const uint32_t region = *Tracer::DefineRegion("r");
+  constexpr int kThreads = 6;
+  constexpr int kPairs = 20'000;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      Tracer::SetThreadName(absl::StrCat("worker ", t));
+      for (int i = 0; i < kPairs; ++i) {
+        ASSERT_TRUE(Tracer::Enter(region));
+        ASSERT_TRUE(Tracer::Leave(region));
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  const TracerStats live = Tracer::Stats();
+  EXPECT_EQ(live.events_written, uint64_t{kThreads * kPairs * 2});
+  EXPECT_GT(live.flushes, uint64_t{kThreads * kPairs * 2 / 16 / 2});
+  ASSERT_TRUE(Tracer::Finalize().ok());
+  EXPECT_EQ(Tracer::Stats().events_dropped, 0u);
+  auto read = trace::ReadProcessTrace(archive());
+  ASSERT_TRUE(read.ok()) << read.status();
+  ASSERT_EQ(read->threads.size(), size_t{kThreads});
+  for (const trace::ThreadTrace& thread : read->threads) {
+    ASSERT_EQ(thread.events.size(), size_t{kPairs * 2}) << thread.name;
+    for (size_t i = 0; i < thread.events.size(); ++i) {
+      ASSERT_EQ(thread.events[i].kind,
+                i % 2 == 0 ? trace::EventKind::kEnter : trace::EventKind::kLeave)
+          << thread.name << " event " << i;
+      if (i > 0) {
+        ASSERT_GT(thread.events[i].stamp, thread.events[i - 1].stamp)
+            << thread.name << " event " << i;
+      }
+    }
+  }
+}
+
 TEST_F(TracerTest, BadArgumentsAreRejectedAndCounted) {
   // Before Init: nothing recorded, nothing crashes.
   EXPECT_FALSE(Tracer::Enter(0));
