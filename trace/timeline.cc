@@ -226,7 +226,8 @@ std::vector<hull::SyncSession> ToHullSessions(
 }
 
 absl::StatusOr<std::unique_ptr<hull::Correction>> MakeProcessCorrection(
-    const ProcessTrace& trace, CorrectionKind kind, std::string* report) {
+    const ProcessTrace& trace, CorrectionKind kind, std::string* report,
+    const hull::PostmortemOptions& options) {
   std::string ignored;
   if (report == nullptr) report = &ignored;
   switch (kind) {
@@ -275,7 +276,7 @@ absl::StatusOr<std::unique_ptr<hull::Correction>> MakeProcessCorrection(
       const std::vector<hull::SyncSession> sessions =
           ToHullSessions(trace.sessions);
       absl::StatusOr<std::unique_ptr<hull::PostmortemCorrection>> made =
-          hull::MakeCorrection(method, sessions);
+          hull::MakeCorrection(method, sessions, options);
       if (!made.ok()) {
         return absl::FailedPreconditionError(absl::StrCat(
             Rank(trace), ": ", CorrectionKindName(kind), ": ",
@@ -299,7 +300,8 @@ bool Timeline::complete() const {
 }
 
 absl::StatusOr<Timeline> BuildTimeline(absl::Span<const ProcessTrace> traces,
-                                       CorrectionKind kind) {
+                                       CorrectionKind kind,
+                                       const hull::PostmortemOptions& options) {
   Timeline timeline;
   timeline.kind = kind;
   timeline.processes.resize(traces.size());
@@ -312,7 +314,7 @@ absl::StatusOr<Timeline> BuildTimeline(absl::Span<const ProcessTrace> traces,
     const ProcessTrace& trace = traces[p];
     ProcessTimeline& out = timeline.processes[p];
     absl::StatusOr<std::unique_ptr<hull::Correction>> correction =
-        MakeProcessCorrection(trace, kind, &out.report);
+        MakeProcessCorrection(trace, kind, &out.report, options);
     if (!correction.ok()) {
       out.unavailable_reason = std::string(correction.status().message());
       continue;

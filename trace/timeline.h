@@ -104,8 +104,10 @@ class TruthMapping {
 // records with a synchronized state for online, no usable sync session for
 // the post-mortem ones. *report (if not null) gets a one-line description
 // of the correction's input and degenerate cases.
+// `options` tune the post-mortem corrections (hull/postmortem.h).
 absl::StatusOr<std::unique_ptr<hull::Correction>> MakeProcessCorrection(
-    const ProcessTrace& trace, CorrectionKind kind, std::string* report);
+    const ProcessTrace& trace, CorrectionKind kind, std::string* report,
+    const hull::PostmortemOptions& options = {});
 
 // The sessions of a trace in hull's form: each exchange becomes
 // (s = t1, m = (t2 + t3) / 2, r = t4), the master's mean stamp.
@@ -145,8 +147,9 @@ struct Timeline {
 // marked unavailable (reason given) rather than failing the whole timeline.
 // Fails (FailedPrecondition, with every reason) only when the correction is
 // available for no process.
-absl::StatusOr<Timeline> BuildTimeline(absl::Span<const ProcessTrace> traces,
-                                       CorrectionKind kind);
+absl::StatusOr<Timeline> BuildTimeline(
+    absl::Span<const ProcessTrace> traces, CorrectionKind kind,
+    const hull::PostmortemOptions& options = {});
 
 // Every event of the available processes, in global stamp order (ties
 // broken by process, thread, index). Each thread's events keep their order.

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "trace/export.h"
 #include "trace/otf2_reader.h"
@@ -18,6 +19,9 @@
 
 namespace clocksync::trace {
 namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
 
 class SyntheticTrace : public ::testing::Test {
  protected:
@@ -145,6 +149,23 @@ TEST_F(SyntheticTrace, ProfileOnTheTruthfulTimelineMeasuresRawDurations) {
     if (r.name == "work") {
       EXPECT_NEAR(r.mean_ns(), 1'999'000 * 1.00005, 1.5);
     }
+  }
+}
+
+TEST_F(SyntheticTrace, PostmortemOptionsReachTheCorrections) {
+  hull::PostmortemOptions keep_all;
+  keep_all.slow_fraction = 0;
+  hull::PostmortemOptions drop_half;
+  drop_half.slow_fraction = 0.5;
+  for (CorrectionKind kind : {CorrectionKind::kLinear, CorrectionKind::kSpline,
+                              CorrectionKind::kPiecewise}) {
+    absl::StatusOr<Timeline> all = BuildTimeline(*traces_, kind, keep_all);
+    absl::StatusOr<Timeline> half = BuildTimeline(*traces_, kind, drop_half);
+    ASSERT_TRUE(all.ok() && half.ok()) << CorrectionKindName(kind);
+    EXPECT_THAT(all->processes[0].report, HasSubstr(" 0 slow dropped"));
+    EXPECT_THAT(half->processes[0].report,
+                Not(HasSubstr(" 0 slow dropped")));
+    EXPECT_THAT(half->processes[0].report, HasSubstr("slow dropped"));
   }
 }
 

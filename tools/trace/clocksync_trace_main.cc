@@ -37,15 +37,27 @@ ABSL_FLAG(int64_t, min_latency_ns, 0,
           "compare: a message received sooner than this after its send "
           "violates the clock condition");
 
+ABSL_FLAG(double, slow_fraction, 0.1,
+          "linear, spline, piecewise: the fraction of sync exchanges with the "
+          "longest round trip dropped before fitting (per session for spline "
+          "and piecewise, over all exchanges for linear), in [0, 1)");
+
 namespace clocksync::trace {
 namespace {
+
+// The post-mortem corrections' options from the flags (validated in Run).
+hull::PostmortemOptions PostmortemOptionsFromFlags() {
+  hull::PostmortemOptions options;
+  options.slow_fraction = absl::GetFlag(FLAGS_slow_fraction);
+  return options;
+}
 
 constexpr char kUsage[] =
     R"(clocksync-trace: merge, compare, export and profile clocksync traces.
 
 Usage:
   clocksync-trace merge   [--correction=C] [--out=FILE] ARCHIVE...
-  clocksync-trace compare [--json] [--min_latency_ns=N] ARCHIVE...
+  clocksync-trace compare [--json] [--min_latency_ns=N] [--slow_fraction=F] ARCHIVE...
   clocksync-trace export  --format=chrome|otf2 [--correction=C] --out=PATH ARCHIVE...
   clocksync-trace profile [--correction=C] [--json] ARCHIVE...
 
@@ -56,6 +68,8 @@ traces.def, traces/, clocksync.sidecar). Corrections C:
   linear     least-squares line through all sync exchanges (Intel TC)
   spline     monotone cubic spline through the sync sessions (VampirTrace)
   piecewise  straight lines between the sync sessions (OTF2 ClockOffset)
+The post-mortem ones drop the --slow_fraction (default 0.1) of exchanges
+with the longest round trip first.
 
 Commands:
   merge    one global timeline, one event per line, in global order:
@@ -126,7 +140,8 @@ std::optional<CorrectionKind> CorrectionFlag(CorrectionKind fallback,
 std::optional<Timeline> CompleteTimeline(const std::vector<ProcessTrace>& traces,
                                          const std::vector<std::string>& archives,
                                          CorrectionKind kind, int* exit_code) {
-  absl::StatusOr<Timeline> timeline = BuildTimeline(traces, kind);
+  absl::StatusOr<Timeline> timeline =
+      BuildTimeline(traces, kind, PostmortemOptionsFromFlags());
   if (!timeline.ok()) {
     *exit_code = Unreadable(std::string(timeline.status().message()));
     return std::nullopt;
@@ -179,7 +194,8 @@ int Compare(const std::vector<std::string>& archives) {
   const int64_t min_latency_ns = absl::GetFlag(FLAGS_min_latency_ns);
   std::vector<CorrectionSummary> rows;
   for (CorrectionKind kind : AllCorrectionKinds()) {
-    absl::StatusOr<Timeline> timeline = BuildTimeline(*traces, kind);
+    absl::StatusOr<Timeline> timeline =
+        BuildTimeline(*traces, kind, PostmortemOptionsFromFlags());
     if (!timeline.ok()) {
       CorrectionSummary row;
       row.kind = kind;
@@ -361,6 +377,11 @@ int Run(int argc, char** argv) {
   if (archives.empty()) return Usage(absl::StrCat(command, ": no archive given"));
   if (absl::GetFlag(FLAGS_min_latency_ns) < 0) {
     return Usage("bad flag --min_latency_ns: must be >= 0");
+  }
+  const double slow_fraction = absl::GetFlag(FLAGS_slow_fraction);
+  if (!(slow_fraction >= 0 && slow_fraction < 1)) {
+    return Usage(absl::StrCat("bad flag --slow_fraction: ", slow_fraction,
+                              " is not in [0, 1)"));
   }
   if (command == "merge") return Merge(archives);
   if (command == "compare") return Compare(archives);

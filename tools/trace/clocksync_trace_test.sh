@@ -41,6 +41,17 @@ PY
 "$TOOL" compare "$rank0" "$rank1" | tee "$WORK/compare.txt"
 grep -q "^online" "$WORK/compare.txt" || fail "compare table has no online row"
 
+# --- compare --slow_fraction: the post-mortem fits use fewer exchanges -------
+"$TOOL" compare --json --slow_fraction=0.5 "$rank0" "$rank1" > "$WORK/compare_half.json"
+python3 - "$WORK/compare_half.json" <<'PY'
+import json, sys
+rows = {r["correction"]: r for r in json.load(open(sys.argv[1]))["corrections"]}
+for name in ("linear", "spline", "piecewise"):
+    assert rows[name]["violations"] == 0, rows[name]
+    assert rows[name]["max_abs_error_ns"] <= 3, rows[name]
+print("compare --slow_fraction ok")
+PY
+
 # --- export chrome: JSON parses, flows pair up ---------------------------------
 "$TOOL" export --format=chrome --correction=spline --out="$WORK/trace.json" \
     "$rank0" "$rank1"
@@ -96,6 +107,8 @@ set +e
 [[ $code == 1 ]] || fail "no archive: exit $code"
 "$TOOL" merge --correction=cubic "$rank0" > /dev/null 2> "$WORK/err"; code=$?
 [[ $code == 1 ]] && grep -q -- "--correction" "$WORK/err" || fail "bad correction: exit $code $(cat "$WORK/err")"
+"$TOOL" compare --slow_fraction=1.5 "$rank0" > /dev/null 2> "$WORK/err"; code=$?
+[[ $code == 1 ]] && grep -q -- "--slow_fraction: 1.5" "$WORK/err" || fail "bad slow_fraction: exit $code $(cat "$WORK/err")"
 "$TOOL" frobnicate "$rank0" > /dev/null 2>&1; code=$?
 [[ $code == 1 ]] || fail "unknown command: exit $code"
 "$TOOL" compare "$WORK/nonexistent" > /dev/null 2> "$WORK/err"; code=$?
