@@ -638,6 +638,7 @@ class Impl {
     world.name = "world";
     for (int32_t r = 0; r < options_.world_size; ++r) world.ranks.push_back(r);
     communicators_.push_back(world);
+    sidecar_dirty_ = true;
     for (auto& size : g_comm_size) size.store(0, std::memory_order_relaxed);
     g_comm_size[0].store(options_.world_size > 0 ? options_.world_size
                                                   : INT32_MAX,
@@ -651,6 +652,7 @@ class Impl {
     }
     const uint32_t id = static_cast<uint32_t>(regions_.size());
     regions_.push_back(trace::Region{id, std::string(name)});
+    sidecar_dirty_ = true;
     g_hot.region_count.store(id + 1, std::memory_order_release);
     return id;
   }
@@ -687,6 +689,7 @@ class Impl {
     const uint32_t id = static_cast<uint32_t>(communicators_.size());
     communicators_.push_back(trace::Communicator{
         id, std::string(name), std::vector<int32_t>(ranks.begin(), ranks.end())});
+    sidecar_dirty_ = true;
     g_comm_size[id].store(static_cast<int32_t>(ranks.size()),
                           std::memory_order_release);
     return id;
@@ -842,6 +845,7 @@ class Impl {
     std::lock_guard<OwnedMutex> state_lock(state_mutex_);
     exchanges_ += session.exchanges.size();
     sessions_.push_back(std::move(session));
+    sidecar_dirty_ = true;
     return status;
   }
 
@@ -951,6 +955,23 @@ class Impl {
     const absl::Status result = first_error_;
     writer_mutex_.unlock();
     return result;
+  }
+
+  // Appends to the archive's sidecar the records it lacks (regions,
+  // communicators, mapping records, sessions, the truth), so that a
+  // process killed before Finalize (SIGKILL) leaves them behind; the reader
+  // then rebuilds the archive's definitions. Run by the service thread at
+  // least every kSegmentWatchNs, and at Init.
+  void StreamSidecar() {
+    std::lock_guard<OwnedMutex> writer_lock(writer_mutex_);
+    if (finish_started_.load(std::memory_order_acquire)) return;
+    std::lock_guard<OwnedMutex> state_lock(state_mutex_);
+    if (!sidecar_dirty_ && sidecar_truth_streamed_) return;
+    sidecar_dirty_ = false;
+    sidecar_truth_streamed_ = true;
+    const absl::Status status = writer_->StreamRecords(
+        regions_, communicators_, mappings_, sessions_, truth_);
+    if (!status.ok()) NoteWriterError(status, 0);
   }
 
   // --- statistics -----------------------------------------------------------
@@ -1123,6 +1144,7 @@ class Impl {
     record.state = v.status & CLOCKSYNC_STATUS_STATE_MASK;
     record.flags = v.status & ~uint32_t{CLOCKSYNC_STATUS_STATE_MASK};
     mappings_.push_back(record);
+    sidecar_dirty_ = true;
     last_mapping_ = v;
     have_last_mapping_ = true;
   }
@@ -1157,6 +1179,7 @@ class Impl {
         RunSession(trace::SyncSessionKind::kPeriodic).IgnoreError();
         next_periodic_ns = RawNowNs() + options_.sync_period_ns;
       }
+      StreamSidecar();
     }
   }
 
@@ -1238,6 +1261,8 @@ class Impl {
   bool have_last_mapping_ = false;
   std::vector<trace::SyncSession> sessions_;
   uint64_t exchanges_ = 0;
+  bool sidecar_dirty_ = false;  // records the sidecar does not hold yet
+  bool sidecar_truth_streamed_ = false;
 
   std::mutex cold_clock_mutex_;
   LocalClockFn cold_clock_;  // the local clock for threads without a state
@@ -1761,6 +1786,7 @@ absl::Status Tracer::Init(const TracerOptions& given) {
     // An unreachable master was reported (Warn); tracing goes on.
     impl->RunSession(trace::SyncSessionKind::kInit).IgnoreError();
   }
+  impl->StreamSidecar();
   if (absl::Status s = impl->StartService(); !s.ok()) {
     g_hot.seq_word = nullptr;
     return s;

@@ -68,6 +68,10 @@
 // deadlock) and re-raise when it is done. Known limit: OTF2 allocates memory
 // and uses stdio, so a crash inside malloc or inside the archive writer may
 // hang or lose the tail; the writer's last complete chunk stays readable.
+// SIGKILL cannot be caught: the service thread streams regions,
+// communicators, mapping records and sessions to the archive's sidecar at
+// least every 0.2 s, so that the reader can rebuild the definitions of an
+// archive its process never finished and read the events on disk.
 //
 // Daemon absent at init: the trace is written all the same, without
 // mapping records (no online correction); a daemon that appears or

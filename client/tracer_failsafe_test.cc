@@ -1,6 +1,7 @@
 // client/tracer_failsafe_test.cc: a traced child process that dies (SIGSEGV,
 // SIGABRT, SIGTERM, SIGINT), that exits without calling Finalize, or whose
-// disk fills up, leaves a readable trace (or a clear error), never a hang.
+// disk fills up, leaves a readable trace (or a clear error), never a hang;
+// one killed outright (SIGKILL) leaves a trace the reader recovers.
 //
 // The test binary is its own child: run with --child=<mode> --dir=<dir> it
 // traces (three worker threads and the main thread, small buffers so that
@@ -34,6 +35,7 @@ namespace {
 constexpr int kWorkers = 3;
 constexpr int kWorkerEvents = 1001;  // several buffers of 256, and a tail
 constexpr int kMainEvents = 301;
+constexpr int kKillPairs = 600'000;
 
 // --- the child ---------------------------------------------------------------
 
@@ -108,6 +110,26 @@ int RunChild(const std::string& mode, const std::string& dir) {
     if (status.ToString().find(dir) == std::string::npos) std::_Exit(5);
     if (stats.events_dropped == 0) std::_Exit(6);
     std::_Exit(0);
+  }
+  if (mode == "kill") {
+    // SIGKILL cannot be caught: what OTF2 wrote to disk (whole chunks) and
+    // what the service thread streamed to the sidecar (regions, ...) is
+    // all there is. Enough events that OTF2 wrote some chunks.
+    TracerOptions options;
+    options.trace_dir = dir;
+    options.name = "killed";
+    options.shm_path = dir + "/no-daemon.shm";
+    options.buffer_events = 4096;
+    options.read_environment = false;
+    if (absl::Status s = Tracer::Init(options); !s.ok()) Die(s.ToString());
+    const uint32_t region = *Tracer::DefineRegion("work");
+    for (int i = 0; i < kKillPairs; ++i) {
+      (void)Tracer::Enter(region);
+      (void)Tracer::Leave(region);
+    }
+    usleep(600'000);  // the writer and the service thread catch up
+    kill(getpid(), SIGKILL);
+    Die("alive after SIGKILL");
   }
   TraceSome(dir, 256, &stop, &workers);
   if (mode == "segv") {
@@ -225,6 +247,38 @@ TEST(FailSafeDiskTest, DiskFullIsAClearErrorNotACrash) {
   ASSERT_TRUE(WIFEXITED(status)) << "child died of signal "
                                  << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
   EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+// A process killed outright (SIGKILL, as by the OOM killer) cannot finish
+// its archive; the reader rebuilds its definitions from the sidecar and
+// reads the events that reached the disk.
+TEST(FailSafeKillTest, KilledChildLeavesARecoverableTrace) {
+  const std::string dir = MakeTempDir();
+  ASSERT_FALSE(dir.empty());
+  const int status = RunChildProcess("kill", dir);
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
+  absl::StatusOr<trace::ProcessTrace> read =
+      trace::ReadProcessTrace(dir + "/killed.r0");
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_TRUE(read->truncated);
+  EXPECT_NE(read->truncation_note.find("rebuilt from the sidecar"),
+            std::string::npos)
+      << read->truncation_note;
+  ASSERT_EQ(read->regions.size(), 1u);
+  EXPECT_EQ(read->regions[0].name, "work");
+  ASSERT_EQ(read->threads.size(), 1u);
+  const trace::ThreadTrace& main_thread = read->threads[0];
+  EXPECT_EQ(main_thread.name, "main");
+  ASSERT_GT(main_thread.events.size(), 0u);
+  EXPECT_LE(main_thread.events.size(), size_t{2 * kKillPairs});
+  for (size_t i = 0; i < main_thread.events.size(); ++i) {
+    ASSERT_EQ(main_thread.events[i].kind, i % 2 == 0 ? trace::EventKind::kEnter
+                                                     : trace::EventKind::kLeave)
+        << i;
+    if (i > 0) {
+      ASSERT_GT(main_thread.events[i].stamp, main_thread.events[i - 1].stamp);
+    }
+  }
 }
 
 }  // namespace

@@ -20,7 +20,10 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "trace/otf2_common.h"
 #include "trace/otf2_writer.h"
 #include "trace/sidecar.h"
@@ -363,8 +366,11 @@ EventFileCheck CheckEventFile(const std::string& data, uint64_t chunk_bytes) {
 // Copies the OTF2 part of the archive to `repair_dir`, replacing the event
 // files named in `repaired` (file name -> contents; "" = drop the file)
 // and linking the others.
+// The anchor and global definitions come from `definitions_dir` (the
+// archive itself, or the definitions rebuilt for it).
 absl::Status WriteRepairedCopy(
-    const std::string& archive_dir, const std::string& repair_dir,
+    const std::string& archive_dir, const std::string& definitions_dir,
+    const std::string& repair_dir,
     const std::map<std::string, std::string>& repaired) {
   std::error_code error;
   const fs::path source(archive_dir);
@@ -372,7 +378,7 @@ absl::Status WriteRepairedCopy(
   for (const std::string& name :
        {absl::StrCat(kOtf2ArchiveName, ".otf2"),
         absl::StrCat(kOtf2ArchiveName, ".def")}) {
-    fs::copy_file(source / name, target / name, error);
+    fs::copy_file(fs::path(definitions_dir) / name, target / name, error);
     if (error) {
       return absl::UnavailableError(absl::StrCat(
           "cannot copy ", (source / name).string(), " to ", repair_dir, ": ",
@@ -407,6 +413,52 @@ absl::Status WriteRepairedCopy(
         error.message()));
   }
   return absl::OkStatus();
+}
+
+// A process killed before it finished its archive (SIGKILL) leaves event
+// files and a sidecar, but no anchor and no definitions. Writes them into
+// the empty directory `dir` from what the sidecar streamed (threads,
+// regions, communicators) and the event files present (one location each),
+// with the writer that wrote the archive, so that chunk sizes and ids agree.
+absl::Status WriteRecoveredDefinitions(const std::string& archive_dir,
+                                       const sidecar::Contents& side,
+                                       const std::string& dir) {
+  const std::string evt_dir = absl::StrCat(archive_dir, "/", kOtf2ArchiveName);
+  std::map<uint32_t, std::string> names;
+  for (const sidecar::ThreadName& t : side.threads) names[t.index] = t.name;
+  std::set<uint32_t> threads;
+  std::error_code error;
+  for (const fs::directory_entry& entry : fs::directory_iterator(evt_dir, error)) {
+    const std::string file = entry.path().filename().string();
+    uint64_t location = 0;
+    if (!absl::EndsWith(file, ".evt") ||
+        !absl::SimpleAtoi(absl::StripSuffix(file, ".evt"), &location)) {
+      continue;
+    }
+    if (location >> 32 != static_cast<uint64_t>(side.info.rank)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          evt_dir, "/", file, ": the location is not of rank ", side.info.rank,
+          " (the sidecar's)"));
+    }
+    threads.insert(static_cast<uint32_t>(location & 0xFFFFFFFFu));
+  }
+  if (error) {
+    return absl::NotFoundError(absl::StrCat(
+        evt_dir, ": cannot list the event files: ", error.message()));
+  }
+  absl::StatusOr<std::unique_ptr<Otf2Writer>> writer =
+      Otf2Writer::Create(dir, side.info);
+  if (!writer.ok()) return writer.status();
+  for (uint32_t index : threads) {
+    auto it = names.find(index);
+    const std::string name =
+        it != names.end() ? it->second : absl::StrCat("thread ", index);
+    if (absl::Status s = (*writer)->AppendEvents(index, name, {}); !s.ok()) {
+      return s;
+    }
+  }
+  return (*writer)->Finish(side.regions, side.communicators, {}, {},
+                           std::nullopt);
 }
 
 absl::Status Otf2Failure(const std::string& path, absl::string_view what,
@@ -549,18 +601,12 @@ absl::StatusOr<ProcessTrace> ReadProcessTrace(const std::string& archive_dir) {
   }
   const std::string sidecar_path =
       absl::StrCat(archive_dir, "/", kSidecarFileName);
-  const std::string anchor =
+  std::string anchor =
       absl::StrCat(archive_dir, "/", kOtf2ArchiveName, ".otf2");
   const std::string evt_dir = absl::StrCat(archive_dir, "/", kOtf2ArchiveName);
   if (!FileExists(sidecar_path)) {
     return absl::NotFoundError(absl::StrCat(
         sidecar_path, ": missing (not a clocksync trace directory?)"));
-  }
-  if (!FileExists(anchor)) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        anchor, ": missing: the writer did not finish this archive (the "
-                "process died before Otf2Writer::Finish); its event files "
-                "cannot be read without definitions"));
   }
   absl::StatusOr<std::string> sidecar_text = ReadWholeFile(sidecar_path);
   if (!sidecar_text.ok()) return sidecar_text.status();
@@ -575,6 +621,35 @@ absl::StatusOr<ProcessTrace> ReadProcessTrace(const std::string& archive_dir) {
   trace.truth = std::move(side->truth);
   std::vector<std::string> notes;
   if (!side->complete) notes.push_back(side->incomplete_note);
+
+  // No anchor: the process was killed before it could finish the archive.
+  // Its definitions are rebuilt from the sidecar.
+  std::string definitions_dir = archive_dir;
+  TempDir recovered;
+  const bool recovering = !FileExists(anchor);
+  if (recovering) {
+    if (side->complete) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          anchor, ": missing, although the sidecar says the archive was "
+                  "finished (a file was removed?)"));
+    }
+    absl::Status status = recovered.Create();
+    if (status.ok()) {
+      status = WriteRecoveredDefinitions(archive_dir, *side, recovered.path());
+    }
+    if (!status.ok()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          anchor, ": missing (the process died before finishing the "
+                  "archive), and its definitions cannot be rebuilt: ",
+          status.message()));
+    }
+    definitions_dir = recovered.path();
+    anchor = absl::StrCat(definitions_dir, "/", kOtf2ArchiveName, ".otf2");
+    notes.push_back(absl::StrCat(
+        archive_dir, ": not finished by its process (killed?): definitions "
+                     "rebuilt from the sidecar; the events it had not "
+                     "written yet are lost"));
+  }
 
   Definitions defs;
   absl::StatusOr<ReaderPtr> reader = OpenAndReadDefinitions(anchor, &defs);
@@ -613,11 +688,12 @@ absl::StatusOr<ProcessTrace> ReadProcessTrace(const std::string& archive_dir) {
     repaired[name] = std::move(check.repaired);
   }
   TempDir repair;
-  if (!repaired.empty()) {
+  if (!repaired.empty() || recovering) {
     reader->reset();
     absl::Status status = repair.Create();
     if (status.ok()) {
-      status = WriteRepairedCopy(archive_dir, repair.path(), repaired);
+      status = WriteRepairedCopy(archive_dir, definitions_dir, repair.path(),
+                                 repaired);
     }
     if (!status.ok()) return status;
     Definitions again;
@@ -685,6 +761,27 @@ absl::StatusOr<ProcessTrace> ReadProcessTrace(const std::string& archive_dir) {
             [](const ThreadTrace& a, const ThreadTrace& b) {
               return a.thread_index < b.thread_index;
             });
+  // Regions events use but no definition names (in a rebuilt archive: one
+  // defined just before its process was killed) are named "region N", as
+  // the writer names them.
+  std::set<uint32_t> undefined_regions;
+  {
+    std::set<uint32_t> defined;
+    for (const Region& r : trace.regions) defined.insert(r.id);
+    for (const ThreadTrace& thread : trace.threads) {
+      for (const Event& e : thread.events) {
+        if ((e.kind == EventKind::kEnter || e.kind == EventKind::kLeave) &&
+            !defined.count(e.region)) {
+          undefined_regions.insert(e.region);
+        }
+      }
+    }
+  }
+  for (uint32_t id : undefined_regions) {
+    trace.regions.push_back(Region{id, absl::StrCat("region ", id)});
+  }
+  std::sort(trace.regions.begin(), trace.regions.end(),
+            [](const Region& a, const Region& b) { return a.id < b.id; });
   if (side->complete && notes.empty() && total_events != side->end_events) {
     notes.push_back(absl::StrCat(archive_dir, ": ", total_events,
                                  " events read, the writer wrote ",

@@ -351,20 +351,148 @@ TEST(Otf2RoundTrip, WriterDestroyedWithoutFinishLeavesATruncatedTrace) {
   EXPECT_EQ(trace->regions[0].name, "region 1");
 }
 
-TEST(Otf2RoundTrip, UnfinishedArchiveIsAnErrorNamingTheAnchor) {
-  const std::string dir = TestDir("unfinished");
-  {
+TEST(Otf2RoundTrip, KilledWriterIsRecoveredFromTheSidecar) {
+  const std::string dir = TestDir("killed");
+  const ProcessInfo info = Info(3);
+  const Fixture f;
+  constexpr int kThreads = 2;
+  constexpr int kIterations = 80'000;  // ~6 MB per thread: chunks on disk
+  auto events_of = [](int thread) {
+    hull::TraceStamper stamper;
+    uint64_t tick = 0;
+    std::mt19937_64 rng(100 + thread);
+    return MakeEvents(kIterations, &stamper, &tick, &rng);
+  };
+  // The child writes as the tracer does (records streamed, events in
+  // pieces) and is killed before Finish.
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
     absl::StatusOr<std::unique_ptr<Otf2Writer>> writer =
-        Otf2Writer::Create(dir, Info(0));
-    ASSERT_TRUE(writer.ok()) << writer.status();
+        Otf2Writer::Create(dir, info);
+    if (!writer.ok()) std::_Exit(2);
+    if (!(*writer)->StreamRecords(f.regions, f.comms, f.mappings, f.sessions,
+                                  f.truth).ok()) {
+      std::_Exit(3);
+    }
+    for (int t = 0; t < kThreads; ++t) {
+      const std::vector<Event> events = events_of(t);
+      const absl::Span<const Event> all(events);
+      for (size_t at = 0; at < all.size(); at += 4096) {
+        if (!(*writer)->AppendEvents(t, absl::StrCat("worker ", t),
+                                     all.subspan(at, 4096)).ok()) {
+          std::_Exit(4);
+        }
+      }
+    }
+    kill(getpid(), SIGKILL);
+    std::_Exit(5);
   }
-  // A process killed before Finish leaves no anchor file.
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
+  ASSERT_FALSE(fs::exists(dir + "/traces.otf2"));
+
+  absl::StatusOr<ProcessTrace> trace = ReadProcessTrace(dir);
+  ASSERT_TRUE(trace.ok()) << trace.status();
+  EXPECT_TRUE(trace->truncated);
+  EXPECT_NE(trace->truncation_note.find("definitions rebuilt from the sidecar"),
+            std::string::npos)
+      << trace->truncation_note;
+  EXPECT_EQ(trace->info.rank, info.rank);
+  EXPECT_EQ(trace->info.process_name, info.process_name);
+  EXPECT_EQ(trace->regions.size(), f.regions.size());
+  for (size_t i = 0; i < trace->regions.size() && i < f.regions.size(); ++i) {
+    EXPECT_EQ(trace->regions[i].id, f.regions[i].id);
+    EXPECT_EQ(trace->regions[i].name, f.regions[i].name);
+  }
+  ASSERT_EQ(trace->communicators.size(), f.comms.size());
+  EXPECT_EQ(trace->communicators[1].name, "pair");
+  EXPECT_EQ(trace->communicators[1].ranks, f.comms[1].ranks);
+  EXPECT_EQ(trace->mappings, f.mappings);
+  EXPECT_EQ(trace->sessions, f.sessions);
+  ASSERT_TRUE(trace->truth.has_value());
+  EXPECT_EQ(trace->truth->clock_model_spec, f.truth.clock_model_spec);
+  ASSERT_EQ(trace->threads.size(), size_t{kThreads});
+  for (int t = 0; t < kThreads; ++t) {
+    const ThreadTrace& thread = trace->threads[t];
+    EXPECT_EQ(thread.name, absl::StrCat("worker ", t));
+    const std::vector<Event> written = events_of(t);
+    // What OTF2 had written to disk: whole chunks, a prefix of the events.
+    ASSERT_GT(thread.events.size(), 0u) << thread.name;
+    ASSERT_LT(thread.events.size(), written.size()) << thread.name;
+    for (size_t i = 0; i < thread.events.size(); ++i) {
+      if (thread.events[i].kind == EventKind::kCollectiveBegin &&
+          i + 1 == thread.events.size()) {
+        EXPECT_EQ(thread.events[i].stamp, written[i].stamp);
+        continue;
+      }
+      ASSERT_EQ(thread.events[i], written[i]) << thread.name << " event " << i;
+    }
+  }
+}
+
+TEST(Otf2RoundTrip, FinishedArchiveWithoutItsAnchorIsAnErrorNamingIt) {
+  const std::string dir = TestDir("anchor_removed");
+  const Fixture f;
+  std::vector<std::string> names;
+  WriteTrace(dir, Info(0), f, 1, 8, &names);
   fs::remove(dir + "/traces.otf2");
   absl::StatusOr<ProcessTrace> trace = ReadProcessTrace(dir);
   ASSERT_FALSE(trace.ok());
   EXPECT_NE(trace.status().message().find(dir + "/traces.otf2"),
             std::string::npos)
       << trace.status();
+}
+
+TEST(Sidecar, StreamedRecordsAreWrittenOnceAndChangedOnesAgain) {
+  const std::string dir = TestDir("streamed");
+  Fixture f;
+  {
+    absl::StatusOr<std::unique_ptr<Otf2Writer>> writer =
+        Otf2Writer::Create(dir, Info(0));
+    ASSERT_TRUE(writer.ok()) << writer.status();
+    std::vector<Region> regions = {f.regions[0]};
+    std::vector<Communicator> comms = {{0, "world", {}}};
+    std::vector<MappingRecord> mappings = {f.mappings[0]};
+    std::vector<SyncSession> sessions;
+    ASSERT_TRUE((*writer)->StreamRecords(regions, comms, mappings, sessions,
+                                         std::nullopt).ok());
+    ASSERT_TRUE((*writer)->StreamRecords(regions, comms, mappings, sessions,
+                                         std::nullopt).ok());
+    regions = f.regions;
+    comms[0].ranks = {0, 1, 2};  // the world learned its ranks
+    comms.push_back(f.comms[1]);
+    mappings = f.mappings;
+    sessions = f.sessions;
+    ASSERT_TRUE(
+        (*writer)->Finish(regions, comms, mappings, sessions, f.truth).ok());
+  }
+  std::ifstream in(dir + "/clocksync.sidecar");
+  const std::string text((std::istreambuf_iterator<char>(in)),
+                         std::istreambuf_iterator<char>());
+  auto count = [&](const std::string& needle) {
+    size_t n = 0;
+    for (size_t at = text.find(needle); at != std::string::npos;
+         at = text.find(needle, at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  EXPECT_EQ(count("\nregion "), f.regions.size()) << text;
+  EXPECT_EQ(count("\ncomm id=0 "), 2u) << text;  // changed once
+  EXPECT_EQ(count("\nmapping "), f.mappings.size()) << text;
+  EXPECT_EQ(count("\nsession "), f.sessions.size()) << text;
+  EXPECT_EQ(count("\ntruth "), 1u) << text;
+  absl::StatusOr<sidecar::Contents> parsed = sidecar::Parse(text, "x");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  ASSERT_EQ(parsed->communicators.size(), 2u);
+  EXPECT_EQ(parsed->communicators[0].ranks, (std::vector<int32_t>{0, 1, 2}));
+  EXPECT_EQ(parsed->mappings, f.mappings);
+  EXPECT_EQ(parsed->sessions, f.sessions);
+  absl::StatusOr<ProcessTrace> trace = ReadProcessTrace(dir);
+  ASSERT_TRUE(trace.ok()) << trace.status();
+  EXPECT_FALSE(trace->truncated) << trace->truncation_note;
 }
 
 TEST(Otf2Writer, ErrorsNameThePath) {

@@ -205,6 +205,48 @@ absl::Status Otf2Writer::AppendSidecar(const std::string& text) {
   return absl::OkStatus();
 }
 
+absl::Status Otf2Writer::StreamRecords(
+    const std::vector<Region>& regions,
+    const std::vector<Communicator>& communicators,
+    const std::vector<MappingRecord>& mappings,
+    const std::vector<SyncSession>& sessions,
+    const std::optional<GroundTruth>& truth) {
+  if (sidecar_fd_ < 0) return error_;
+  std::string text;
+  for (const Region& region : regions) {
+    std::string line = sidecar::RegionLine(region);
+    std::string& streamed = streamed_regions_[region.id];
+    if (line != streamed) {
+      text += line;
+      streamed = std::move(line);
+    }
+  }
+  for (const Communicator& comm : communicators) {
+    std::string line = sidecar::CommunicatorLine(comm);
+    std::string& streamed = streamed_comms_[comm.id];
+    if (line != streamed) {
+      text += line;
+      streamed = std::move(line);
+    }
+  }
+  for (size_t i = std::min(streamed_mappings_, mappings.size());
+       i < mappings.size(); ++i) {
+    text += sidecar::MappingLine(mappings[i]);
+  }
+  streamed_mappings_ = std::max(streamed_mappings_, mappings.size());
+  for (size_t i = std::min(streamed_sessions_, sessions.size());
+       i < sessions.size(); ++i) {
+    text += sidecar::SessionLine(sessions[i]);
+  }
+  streamed_sessions_ = std::max(streamed_sessions_, sessions.size());
+  if (truth.has_value() && !streamed_truth_) {
+    text += sidecar::TruthLine(*truth);
+    streamed_truth_ = true;
+  }
+  if (text.empty()) return absl::OkStatus();
+  return AppendSidecar(text);
+}
+
 absl::Status Otf2Writer::AppendEvents(uint32_t thread_index,
                                       const std::string& thread_name,
                                       absl::Span<const Event> events) {
@@ -227,6 +269,11 @@ absl::Status Otf2Writer::AppendEvents(uint32_t thread_index,
       return Fail(absl::UnavailableError(
           absl::StrCat("cannot open OTF2 event writer for ", evt_path, ": ",
                        LastOtf2Error())));
+    }
+    if (absl::Status s = AppendSidecar(
+            sidecar::ThreadLine(thread_index, thread.name));
+        !s.ok()) {
+      return s;
     }
   }
   OTF2_EvtWriter* writer = thread.writer;
@@ -455,15 +502,7 @@ absl::Status Otf2Writer::Finish(const std::vector<Region>& regions,
   }
   finished_ = true;
   // The sidecar first: it is independent of OTF2 and the cheaper to save.
-  std::string text;
-  for (const MappingRecord& record : mappings) {
-    text += sidecar::MappingLine(record);
-  }
-  for (const SyncSession& session : sessions) {
-    text += sidecar::SessionLine(session);
-  }
-  if (truth.has_value()) text += sidecar::TruthLine(*truth);
-  (void)AppendSidecar(text);
+  (void)StreamRecords(regions, communicators, mappings, sessions, truth);
 
   if (archive_ != nullptr && error_.ok()) {
     const std::string archive_path =

@@ -7,8 +7,10 @@
 //                                    streamed as AppendEvents is called
 //   <archive_dir>/traces/<loc>.def   OTF2 local definitions (empty)
 //   <archive_dir>/clocksync.sidecar  text, one record per line: process
-//                                    info (at Create), mapping records, sync
-//                                    sessions, ground truth (at Finish)
+//                                    info (at Create), threads (as they
+//                                    start), regions, communicators, mapping
+//                                    records, sync sessions, ground truth
+//                                    (StreamRecords, Finish), end (Finish)
 //
 // OTF2 mapping: timestamps are the 51+13-bit stamp words themselves, with
 // ClockProperties timerResolution = 8192 * 1e9 / tick_period_ns (so a stamp
@@ -94,9 +96,21 @@ class Otf2Writer {
                             const std::string& thread_name,
                             absl::Span<const Event> events);
 
+  // Appends to the sidecar the records it does not hold yet: regions and
+  // communicators new or changed since the last call (by id), the mapping
+  // records and sessions past those written before (the vectors only grow
+  // between calls), and the ground truth once. Lets a reader recover a
+  // trace whose process was killed before Finish (SIGKILL). A sidecar
+  // write error is returned and kept, as AppendEvents' errors are.
+  absl::Status StreamRecords(const std::vector<Region>& regions,
+                             const std::vector<Communicator>& communicators,
+                             const std::vector<MappingRecord>& mappings,
+                             const std::vector<SyncSession>& sessions,
+                             const std::optional<GroundTruth>& truth);
+
   // Writes the definitions (regions, communicators, threads, clock
-  // properties) and the rest of the sidecar (mapping records, sync
-  // sessions, ground truth, an end line), and closes the archive. After it
+  // properties) and the rest of the sidecar (StreamRecords, then an end
+  // line), and closes the archive. After it
   // returns OK the archive is complete and otf2-print reads it. Events may
   // refer only to the regions and communicators given (else
   // InvalidArgument, the archive is still closed). Calling it twice returns
@@ -175,6 +189,12 @@ class Otf2Writer {
   };
   UsedIds used_regions_;
   UsedIds used_comms_;
+  // What the sidecar holds already (StreamRecords).
+  std::map<uint32_t, std::string> streamed_regions_;  // id -> line
+  std::map<uint32_t, std::string> streamed_comms_;    // id -> line
+  size_t streamed_mappings_ = 0;
+  size_t streamed_sessions_ = 0;
+  bool streamed_truth_ = false;
   uint64_t max_stamp_ = 0;
   uint64_t events_written_ = 0;
   absl::Status error_;  // the first error; sticky

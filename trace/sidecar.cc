@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 
 namespace clocksync::trace::sidecar {
@@ -201,6 +202,21 @@ std::string TruthLine(const GroundTruth& truth) {
                       " clock_model=", Encode(truth.clock_model_spec), "\n");
 }
 
+std::string ThreadLine(uint32_t thread_index, const std::string& name) {
+  return absl::StrCat("thread index=", thread_index, " name=", Encode(name),
+                      "\n");
+}
+
+std::string RegionLine(const Region& region) {
+  return absl::StrCat("region id=", region.id, " name=", Encode(region.name),
+                      "\n");
+}
+
+std::string CommunicatorLine(const Communicator& comm) {
+  return absl::StrCat("comm id=", comm.id, " name=", Encode(comm.name),
+                      " ranks=", absl::StrJoin(comm.ranks, ","), "\n");
+}
+
 std::string EndLine(uint64_t events) {
   return absl::StrCat("end events=", events, "\n");
 }
@@ -208,6 +224,9 @@ std::string EndLine(uint64_t events) {
 absl::StatusOr<Contents> Parse(absl::string_view text,
                                const std::string& path) {
   Contents contents;
+  std::map<uint32_t, std::string> threads;
+  std::map<uint32_t, Region> regions;
+  std::map<uint32_t, Communicator> communicators;
   bool saw_process = false;
   std::vector<absl::string_view> lines = absl::StrSplit(text, '\n');
   // StrSplit gives a final empty piece when the text ends with '\n'; a
@@ -334,6 +353,36 @@ absl::StatusOr<Contents> Parse(absl::string_view text,
           p.Int("model_origin_raw_ns", &truth.model_origin_raw_ns));
       SIDECAR_RETURN_IF_ERROR(p.String("clock_model", &truth.clock_model_spec));
       contents.truth = std::move(truth);
+    } else if (type == "thread" || type == "region" || type == "comm") {
+      const char* const id_key = type == "thread" ? "index" : "id";
+      uint64_t id = 0;
+      SIDECAR_RETURN_IF_ERROR(p.Uint(id_key, &id));
+      if (id > UINT32_MAX) {
+        return p.Error(absl::StrCat(id_key, " ", id, " out of range"));
+      }
+      std::string name;
+      SIDECAR_RETURN_IF_ERROR(p.String("name", &name));
+      const auto key = static_cast<uint32_t>(id);
+      if (type == "thread") {
+        threads[key] = std::move(name);
+      } else if (type == "region") {
+        regions[key] = Region{key, std::move(name)};
+      } else {
+        Communicator comm{key, std::move(name), {}};
+        absl::StatusOr<absl::string_view> list = p.Raw("ranks");
+        if (!list.ok()) return list.status();
+        if (!list->empty()) {
+          for (absl::string_view item : absl::StrSplit(*list, ',')) {
+            int32_t rank = 0;
+            if (!absl::SimpleAtoi(item, &rank) || rank < 0) {
+              return p.Error(absl::StrCat("ranks: '", item,
+                                          "' is not a rank"));
+            }
+            comm.ranks.push_back(rank);
+          }
+        }
+        communicators[key] = std::move(comm);
+      }
     } else if (type == "end") {
       SIDECAR_RETURN_IF_ERROR(p.Uint("events", &contents.end_events));
       contents.complete = true;
@@ -349,6 +398,15 @@ absl::StatusOr<Contents> Parse(absl::string_view text,
         absl::StrCat(path, ": no 'end' line (the writer did not finish)");
   }
   if (contents.complete) contents.incomplete_note.clear();
+  for (auto& [index, name] : threads) {
+    contents.threads.push_back(ThreadName{index, std::move(name)});
+  }
+  for (auto& [id, region] : regions) {
+    contents.regions.push_back(std::move(region));
+  }
+  for (auto& [id, comm] : communicators) {
+    contents.communicators.push_back(std::move(comm));
+  }
   return contents;
 }
 

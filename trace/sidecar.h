@@ -9,6 +9,9 @@
 //   mapping local_ns=... raw_ns=... anchor_raw_ns=... anchor_global_ns=... rate_adj=1.2e-05 bound_at_anchor_ns=... bound_growth_ppb=... state=2 flags=256
 //   session kind=init exchanges=2 x=t1,t2,t3,t4;t1,t2,t3,t4
 //   truth master_offset_ns=... model_origin_raw_ns=... clock_model=offset=5ms%2Cfrequency_ppm=3
+//   thread index=0 name=main
+//   region id=0 name=compute
+//   comm id=1 name=pair ranks=2,0
 //   end events=123456
 //
 // Fields are key=value separated by one space; values are percent-encoded
@@ -17,6 +20,12 @@
 // Unknown keys and unknown record types are ignored (forward compatible);
 // a missing key, a bad number or an unknown version is an error. Only the
 // "end" line, written last by Otf2Writer::Finish, says the file is complete.
+// The writer streams records as they happen (Otf2Writer::AppendEvents,
+// StreamRecords), so that the sidecar of a process killed before Finish
+// still names its threads, regions and communicators and holds its mapping
+// records and sessions: the reader rebuilds the archive's definitions from
+// it (otf2_reader.h). A later region/comm/thread line with the same id
+// replaces an earlier one.
 // docs/TRACE_FORMAT.md has the full grammar.
 
 #ifndef CLOCKSYNC_TRACE_SIDECAR_H_
@@ -47,7 +56,16 @@ std::string ProcessLine(const ProcessInfo& info);
 std::string MappingLine(const MappingRecord& record);
 std::string SessionLine(const SyncSession& session);
 std::string TruthLine(const GroundTruth& truth);
+std::string ThreadLine(uint32_t thread_index, const std::string& name);
+std::string RegionLine(const Region& region);
+std::string CommunicatorLine(const Communicator& comm);
 std::string EndLine(uint64_t events);
+
+// A thread as the sidecar names it.
+struct ThreadName {
+  uint32_t index = 0;
+  std::string name;
+};
 
 // Everything a sidecar holds.
 struct Contents {
@@ -55,6 +73,10 @@ struct Contents {
   std::vector<MappingRecord> mappings;
   std::vector<SyncSession> sessions;
   std::optional<GroundTruth> truth;
+  // Ordered by id / index; the last line of an id wins.
+  std::vector<ThreadName> threads;
+  std::vector<Region> regions;
+  std::vector<Communicator> communicators;
   bool complete = false;  // the "end" line was there
   uint64_t end_events = 0;  // events the writer counted (end line)
   // Why the file is incomplete: no end line, or a last line without its
