@@ -77,6 +77,20 @@ void TraceSome(const std::string& dir, int64_t buffer_events,
   while (done.load() < kWorkers) usleep(1000);
 }
 
+// Starts tracing into <dir>/<name>.r0 without a daemon; returns the id of
+// region "work".
+uint32_t InitAlone(const std::string& dir, const std::string& name,
+                   int64_t buffer_events) {
+  TracerOptions options;
+  options.trace_dir = dir;
+  options.name = name;
+  options.shm_path = dir + "/no-daemon.shm";
+  options.buffer_events = buffer_events;
+  options.read_environment = false;
+  if (absl::Status s = Tracer::Init(options); !s.ok()) Die(s.ToString());
+  return *Tracer::DefineRegion("work");
+}
+
 int RunChild(const std::string& mode, const std::string& dir) {
   std::atomic<bool> stop{false};
   std::vector<std::thread> workers;
@@ -86,14 +100,7 @@ int RunChild(const std::string& mode, const std::string& dir) {
     signal(SIGXFSZ, SIG_IGN);
     struct rlimit limit = {64 * 1024, 64 * 1024};
     if (setrlimit(RLIMIT_FSIZE, &limit) != 0) Die("setrlimit");
-    TracerOptions options;
-    options.trace_dir = dir;
-    options.name = "full";
-    options.shm_path = dir + "/no-daemon.shm";
-    options.buffer_events = 1024;
-    options.read_environment = false;
-    if (absl::Status s = Tracer::Init(options); !s.ok()) Die(s.ToString());
-    const uint32_t region = *Tracer::DefineRegion("work");
+    const uint32_t region = InitAlone(dir, "full", 1024);
     for (int i = 0; i < 200'000; ++i) {
       (void)Tracer::Enter(region);
       (void)Tracer::Leave(region);
@@ -115,14 +122,7 @@ int RunChild(const std::string& mode, const std::string& dir) {
     // SIGKILL cannot be caught: what OTF2 wrote to disk (whole chunks) and
     // what the service thread streamed to the sidecar (regions, ...) is
     // all there is. Enough events that OTF2 wrote some chunks.
-    TracerOptions options;
-    options.trace_dir = dir;
-    options.name = "killed";
-    options.shm_path = dir + "/no-daemon.shm";
-    options.buffer_events = 4096;
-    options.read_environment = false;
-    if (absl::Status s = Tracer::Init(options); !s.ok()) Die(s.ToString());
-    const uint32_t region = *Tracer::DefineRegion("work");
+    const uint32_t region = InitAlone(dir, "killed", 4096);
     for (int i = 0; i < kKillPairs; ++i) {
       (void)Tracer::Enter(region);
       (void)Tracer::Leave(region);

@@ -213,21 +213,17 @@ absl::Status Otf2Writer::StreamRecords(
     const std::optional<GroundTruth>& truth) {
   if (sidecar_fd_ < 0) return error_;
   std::string text;
+  // A definition's line, unless the sidecar has that very line for its id.
+  auto add_if_changed = [&text](std::string line, std::string* streamed) {
+    if (line == *streamed) return;
+    text += line;
+    *streamed = std::move(line);
+  };
   for (const Region& region : regions) {
-    std::string line = sidecar::RegionLine(region);
-    std::string& streamed = streamed_regions_[region.id];
-    if (line != streamed) {
-      text += line;
-      streamed = std::move(line);
-    }
+    add_if_changed(sidecar::RegionLine(region), &streamed_regions_[region.id]);
   }
   for (const Communicator& comm : communicators) {
-    std::string line = sidecar::CommunicatorLine(comm);
-    std::string& streamed = streamed_comms_[comm.id];
-    if (line != streamed) {
-      text += line;
-      streamed = std::move(line);
-    }
+    add_if_changed(sidecar::CommunicatorLine(comm), &streamed_comms_[comm.id]);
   }
   for (size_t i = std::min(streamed_mappings_, mappings.size());
        i < mappings.size(); ++i) {
