@@ -622,33 +622,49 @@ absl::StatusOr<ProcessTrace> ReadProcessTrace(const std::string& archive_dir) {
   std::vector<std::string> notes;
   if (!side->complete) notes.push_back(side->incomplete_note);
 
-  // No anchor: the process was killed before it could finish the archive.
-  // Its definitions are rebuilt from the sidecar.
+  // The definitions are rebuilt from the sidecar when the anchor is missing
+  // (the process was killed before it could finish the archive) or, in a
+  // finished archive whose end line has their checksums, when the anchor or
+  // the global definitions do not match (damaged: OTF2 may take seconds
+  // over a damaged anchor before it gives up).
+  std::string rebuild_reason;
+  if (!FileExists(anchor)) {
+    rebuild_reason =
+        side->complete
+            ? absl::StrCat(anchor, " is missing (the archive was finished)")
+            : "not finished by its process (killed?)";
+  } else if (side->checksums.has_value()) {
+    const std::string defs_path =
+        absl::StrCat(archive_dir, "/", kOtf2ArchiveName, ".def");
+    absl::StatusOr<uint64_t> anchor_sum = sidecar::FileChecksum(anchor);
+    absl::StatusOr<uint64_t> defs_sum = sidecar::FileChecksum(defs_path);
+    if (!anchor_sum.ok() || *anchor_sum != side->checksums->anchor) {
+      rebuild_reason = absl::StrCat(anchor, " is damaged (not the file the "
+                                            "writer finished)");
+    } else if (!defs_sum.ok() || *defs_sum != side->checksums->definitions) {
+      rebuild_reason = absl::StrCat(defs_path, " is damaged (not the file "
+                                               "the writer finished)");
+    }
+  }
   std::string definitions_dir = archive_dir;
   TempDir recovered;
-  const bool recovering = !FileExists(anchor);
+  const bool recovering = !rebuild_reason.empty();
   if (recovering) {
-    if (side->complete) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          anchor, ": missing, although the sidecar says the archive was "
-                  "finished (a file was removed?)"));
-    }
     absl::Status status = recovered.Create();
     if (status.ok()) {
       status = WriteRecoveredDefinitions(archive_dir, *side, recovered.path());
     }
     if (!status.ok()) {
       return absl::FailedPreconditionError(absl::StrCat(
-          anchor, ": missing (the process died before finishing the "
-                  "archive), and its definitions cannot be rebuilt: ",
-          status.message()));
+          archive_dir, ": ", rebuild_reason,
+          ", and its definitions cannot be rebuilt: ", status.message()));
     }
     definitions_dir = recovered.path();
     anchor = absl::StrCat(definitions_dir, "/", kOtf2ArchiveName, ".otf2");
     notes.push_back(absl::StrCat(
-        archive_dir, ": not finished by its process (killed?): definitions "
-                     "rebuilt from the sidecar; the events it had not "
-                     "written yet are lost"));
+        archive_dir, ": ", rebuild_reason,
+        ": definitions rebuilt from the sidecar",
+        side->complete ? "" : "; the events it had not written yet are lost"));
   }
 
   Definitions defs;

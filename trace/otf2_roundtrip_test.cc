@@ -432,17 +432,61 @@ TEST(Otf2RoundTrip, KilledWriterIsRecoveredFromTheSidecar) {
   }
 }
 
-TEST(Otf2RoundTrip, FinishedArchiveWithoutItsAnchorIsAnErrorNamingIt) {
-  const std::string dir = TestDir("anchor_removed");
+// A finished archive whose anchor or global definitions are missing or
+// damaged (they do not match the checksums of the sidecar's end line) is
+// read with definitions rebuilt from the sidecar: every event, named
+// threads and regions, and a note naming the file.
+TEST(Otf2RoundTrip, DamagedDefinitionsAreRebuiltFromTheSidecar) {
+  const ProcessInfo info = Info(0);
   const Fixture f;
+  struct Case {
+    std::string name;
+    std::string file;
+    bool remove;
+    std::string note;
+  };
+  for (const Case& c : {Case{"anchor_removed", "traces.otf2", true, "is missing"},
+                        Case{"anchor_flipped", "traces.otf2", false, "is damaged"},
+                        Case{"defs_flipped", "traces.def", false, "is damaged"}}) {
+    SCOPED_TRACE(c.name);
+    const std::string dir = TestDir(c.name);
+    std::vector<std::string> names;
+    const std::vector<std::vector<Event>> written =
+        WriteTrace(dir, info, f, 2, 40, &names);
+    const std::string path = absl::StrCat(dir, "/", c.file);
+    if (c.remove) {
+      fs::remove(path);
+    } else {
+      std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
+      file.seekg(static_cast<std::streamoff>(fs::file_size(path) / 2));
+      const char byte = static_cast<char>(file.get());
+      file.seekp(static_cast<std::streamoff>(fs::file_size(path) / 2));
+      file.put(static_cast<char>(byte ^ 0x5a));
+    }
+    absl::StatusOr<ProcessTrace> trace = ReadProcessTrace(dir);
+    ASSERT_TRUE(trace.ok()) << trace.status();
+    EXPECT_TRUE(trace->truncated);
+    EXPECT_NE(trace->truncation_note.find(absl::StrCat(path, " ", c.note)),
+              std::string::npos)
+        << trace->truncation_note;
+    EXPECT_NE(trace->truncation_note.find("definitions rebuilt"),
+              std::string::npos);
+    ASSERT_EQ(trace->threads.size(), written.size());
+    for (size_t t = 0; t < written.size(); ++t) {
+      EXPECT_EQ(trace->threads[t].name, names[t]);
+      EXPECT_EQ(trace->threads[t].events, written[t]);
+    }
+    ASSERT_EQ(trace->regions.size(), f.regions.size());
+    EXPECT_EQ(trace->regions[2].name, f.regions[2].name);
+    EXPECT_EQ(trace->mappings, f.mappings);
+  }
+  // An intact archive is read from its own definitions, with no note.
+  const std::string dir = TestDir("intact");
   std::vector<std::string> names;
-  WriteTrace(dir, Info(0), f, 1, 8, &names);
-  fs::remove(dir + "/traces.otf2");
+  WriteTrace(dir, info, f, 1, 8, &names);
   absl::StatusOr<ProcessTrace> trace = ReadProcessTrace(dir);
-  ASSERT_FALSE(trace.ok());
-  EXPECT_NE(trace.status().message().find(dir + "/traces.otf2"),
-            std::string::npos)
-      << trace.status();
+  ASSERT_TRUE(trace.ok()) << trace.status();
+  EXPECT_FALSE(trace->truncated) << trace->truncation_note;
 }
 
 TEST(Sidecar, StreamedRecordsAreWrittenOnceAndChangedOnesAgain) {

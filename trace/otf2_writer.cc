@@ -547,7 +547,15 @@ absl::Status Otf2Writer::Finish(const std::vector<Region>& regions,
   // The end line promises a complete archive, so it goes in only when
   // everything before it was written without error.
   if (error_.ok() && !unfinished_) {
-    (void)AppendSidecar(sidecar::EndLine(events_written_));
+    // Checksums of the definitions let a reader tell a damaged anchor or
+    // global definition file (and rebuild them from the sidecar) before
+    // OTF2 reads it: OTF2 can take seconds over a damaged anchor.
+    std::optional<sidecar::DefinitionChecksums> sums;
+    const std::string base = absl::StrCat(archive_dir_, "/", kOtf2ArchiveName);
+    absl::StatusOr<uint64_t> anchor = sidecar::FileChecksum(base + ".otf2");
+    absl::StatusOr<uint64_t> defs = sidecar::FileChecksum(base + ".def");
+    if (anchor.ok() && defs.ok()) sums = sidecar::DefinitionChecksums{*anchor, *defs};
+    (void)AppendSidecar(sidecar::EndLine(events_written_, sums));
   }
   if (sidecar_fd_ >= 0) {
     if (error_.ok() && fsync(sidecar_fd_) != 0 && errno != EINVAL) {

@@ -2,7 +2,9 @@
 
 #include "trace/sidecar.h"
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <utility>
 
@@ -217,8 +219,37 @@ std::string CommunicatorLine(const Communicator& comm) {
                       " ranks=", absl::StrJoin(comm.ranks, ","), "\n");
 }
 
-std::string EndLine(uint64_t events) {
-  return absl::StrCat("end events=", events, "\n");
+std::string EndLine(uint64_t events,
+                    const std::optional<DefinitionChecksums>& checksums) {
+  if (!checksums.has_value()) return absl::StrCat("end events=", events, "\n");
+  return absl::StrCat("end events=", events, " anchor_fnv1a=",
+                      absl::Hex(checksums->anchor, absl::kZeroPad16),
+                      " defs_fnv1a=",
+                      absl::Hex(checksums->definitions, absl::kZeroPad16),
+                      "\n");
+}
+
+absl::StatusOr<uint64_t> FileChecksum(const std::string& path) {
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) {
+    const int error = errno;
+    return error == ENOENT
+               ? absl::NotFoundError(absl::StrCat(path, ": missing"))
+               : absl::UnavailableError(
+                     absl::StrCat(path, ": ", std::strerror(error)));
+  }
+  uint64_t hash = 0xcbf29ce484222325ULL;  // FNV-1a 64 offset basis
+  unsigned char buffer[1 << 16];
+  size_t got = 0;
+  while ((got = std::fread(buffer, 1, sizeof(buffer), file)) > 0) {
+    for (size_t i = 0; i < got; ++i) {
+      hash = (hash ^ buffer[i]) * 0x100000001b3ULL;  // FNV-1a 64 prime
+    }
+  }
+  const bool failed = std::ferror(file) != 0;
+  std::fclose(file);
+  if (failed) return absl::UnavailableError(absl::StrCat(path, ": read error"));
+  return hash;
 }
 
 absl::StatusOr<Contents> Parse(absl::string_view text,
@@ -385,6 +416,16 @@ absl::StatusOr<Contents> Parse(absl::string_view text,
       }
     } else if (type == "end") {
       SIDECAR_RETURN_IF_ERROR(p.Uint("events", &contents.end_events));
+      absl::StatusOr<absl::string_view> anchor = p.Raw("anchor_fnv1a");
+      absl::StatusOr<absl::string_view> defs = p.Raw("defs_fnv1a");
+      if (anchor.ok() && defs.ok()) {  // optional (older writers)
+        DefinitionChecksums sums;
+        if (!absl::SimpleHexAtoi(*anchor, &sums.anchor) ||
+            !absl::SimpleHexAtoi(*defs, &sums.definitions)) {
+          return p.Error("anchor_fnv1a/defs_fnv1a: not hexadecimal");
+        }
+        contents.checksums = sums;
+      }
       contents.complete = true;
     }
     // Other record types: written by a newer writer; ignored.

@@ -12,7 +12,7 @@
 //   thread index=0 name=main
 //   region id=0 name=compute
 //   comm id=1 name=pair ranks=2,0
-//   end events=123456
+//   end events=123456 anchor_fnv1a=0123456789abcdef defs_fnv1a=fedcba9876543210
 //
 // Fields are key=value separated by one space; values are percent-encoded
 // (%XX for '%', ' ', '=', ',', ';' and bytes outside 0x21..0x7e), so any
@@ -59,7 +59,17 @@ std::string TruthLine(const GroundTruth& truth);
 std::string ThreadLine(uint32_t thread_index, const std::string& name);
 std::string RegionLine(const Region& region);
 std::string CommunicatorLine(const Communicator& comm);
-std::string EndLine(uint64_t events);
+// `checksums`: the FNV-1a 64 of the finished OTF2 anchor and global
+// definition files (see FileChecksum), or none.
+struct DefinitionChecksums {
+  uint64_t anchor = 0;       // traces.otf2
+  uint64_t definitions = 0;  // traces.def
+};
+std::string EndLine(uint64_t events,
+                    const std::optional<DefinitionChecksums>& checksums);
+
+// FNV-1a 64 of a file's bytes; NotFound/Unavailable naming the file.
+absl::StatusOr<uint64_t> FileChecksum(const std::string& path);
 
 // A thread as the sidecar names it.
 struct ThreadName {
@@ -79,6 +89,8 @@ struct Contents {
   std::vector<Communicator> communicators;
   bool complete = false;  // the "end" line was there
   uint64_t end_events = 0;  // events the writer counted (end line)
+  // The end line's checksums of the OTF2 definitions, when it has them.
+  std::optional<DefinitionChecksums> checksums;
   // Why the file is incomplete: no end line, or a last line without its
   // newline (dropped). Empty when complete.
   std::string incomplete_note;
