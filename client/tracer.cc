@@ -37,8 +37,8 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <condition_variable>
 #include <cinttypes>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -504,8 +504,8 @@ struct ThreadState {
   // --- cold ---
   uint32_t thread_index = 0;
   std::string name;
-  std::unique_ptr<Event[]> chunk;     // the two buffers
-  std::unique_ptr<Event[]> other_chunk;
+  std::unique_ptr<Event[]> chunk;        // owns the first buffer
+  std::unique_ptr<Event[]> other_chunk;  // owns the second one
   uint64_t flushed = 0;               // events handed to the writer (lock)
   ThreadState* next = nullptr;        // the Impl's list of every thread
 };
