@@ -46,8 +46,12 @@ ABSL_FLAG(absl::Duration, interval, absl::Seconds(1),
 ABSL_FLAG(absl::Duration, wait_timeout, absl::Seconds(60),
           "wait: give up (exit 1) after this long.");
 ABSL_FLAG(int, count, 0, "watch: stop after this many updates (0: never).");
-ABSL_FLAG(int, max_nodes, 1000, "tree: at most this many nodes (1..100000).");
-ABSL_FLAG(int, max_depth, 32, "tree: levels below the target (0..255).");
+ABSL_FLAG(int, max_nodes, 1000,
+          "tree, metrics --tree: at most this many nodes (1..100000).");
+ABSL_FLAG(int, max_depth, 32,
+          "tree, metrics --tree: levels below the target (0..255).");
+ABSL_FLAG(bool, tree, false,
+          "metrics: every node of the target's subtree, not the target alone.");
 
 namespace clocksync::ctl {
 namespace {
@@ -67,6 +71,8 @@ commands:
   sources  the parent and the ancestors up to the master, nearest first
   wait     poll every --interval until synchronized with a bound within
            --max_error_ns (exit 0), or give up after --wait_timeout (exit 1)
+  metrics  the node's metrics in the Prometheus text format; with --tree,
+           every node of its subtree (unreachable ones: clocksync_up 0)
 
 exit codes: 0 ok; 1 not synchronized or bound too large (status, wait);
             2 usage error; 3 cannot reach the node
@@ -77,7 +83,7 @@ flags:
 // The flags of --help, in this order.
 constexpr absl::string_view kFlagNames[] = {
     "target",       "json",  "max_error_ns", "timeout",   "interval",
-    "wait_timeout", "count", "max_nodes",    "max_depth",
+    "wait_timeout", "count", "max_nodes",    "max_depth", "tree",
 };
 
 std::string UsageText() {
@@ -144,6 +150,7 @@ struct Options {
   int count = 0;
   int max_nodes = 0;
   int max_depth = 0;
+  bool tree = false;
 };
 
 // Empty when the values are usable by `command`, else "--flag: reason".
@@ -224,6 +231,30 @@ int RunTree(Clocksync::Stub& stub, const Options& o) {
   if (!rpc.ok()) return Fail(DescribeRpcFailure(rpc, o.target, "GetTopology"));
   std::cout << (o.json ? FormatTreeJson(topology) + "\n"
                        : FormatTreeText(topology));
+  return kExitOk;
+}
+
+// The node's metrics (GetStatus), or its subtree's (GetTopology, --tree).
+int RunMetrics(Clocksync::Stub& stub, const Options& o) {
+  Topology topology;
+  if (o.tree) {
+    GetTopologyRequest request;
+    request.set_max_nodes(o.max_nodes);
+    request.set_max_depth(o.max_depth);
+    grpc::ClientContext context;
+    SetDeadline(&context, o.timeout);
+    const grpc::Status rpc = stub.GetTopology(&context, request, &topology);
+    if (!rpc.ok()) {
+      return Fail(DescribeRpcFailure(rpc, o.target, "GetTopology"));
+    }
+  } else {
+    RpcFailure failure;
+    if (!FetchStatus(stub, o, o.timeout,
+                     topology.add_nodes()->mutable_status(), &failure)) {
+      return Fail(failure);
+    }
+  }
+  std::cout << FormatMetrics(topology);
   return kExitOk;
 }
 
@@ -332,7 +363,7 @@ int RunWait(Clocksync::Stub& stub, const Options& o) {
 int Usage(absl::string_view error) {
   std::cerr << "clocksyncctl: " << error << "\n"
             << "usage: clocksyncctl [--target=HOST:PORT|unix:PATH] [flags] "
-               "status|watch|tree|sources|wait (--help for more)\n";
+               "status|watch|tree|sources|wait|metrics (--help for more)\n";
   return kExitUsage;
 }
 
@@ -365,12 +396,14 @@ int Main(int argc, char** argv) {
   o.count = absl::GetFlag(FLAGS_count);
   o.max_nodes = absl::GetFlag(FLAGS_max_nodes);
   o.max_depth = absl::GetFlag(FLAGS_max_depth);
+  o.tree = absl::GetFlag(FLAGS_tree);
   int (*run)(Clocksync::Stub&, const Options&) = nullptr;
   if (command == "status") run = RunStatus;
   if (command == "watch") run = RunWatch;
   if (command == "tree") run = RunTree;
   if (command == "sources") run = RunSources;
   if (command == "wait") run = RunWait;
+  if (command == "metrics") run = RunMetrics;
   if (run == nullptr)
     return Usage(absl::StrCat("unknown command \"", command, "\""));
   const std::string invalid = ValidateOptions(o, command);

@@ -31,6 +31,7 @@ namespace clocksync {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 
 struct Result {
@@ -233,6 +234,33 @@ TEST(ClocksyncctlTest, TreeOfAChainListsEachNodeOnce) {
   }
   EXPECT_EQ(seen, (absl::flat_hash_map<std::string, int>{
                       {"a", 1}, {"b", 1}, {"c", 1}, {"d", 1}}));
+}
+
+TEST(ClocksyncctlTest, MetricsOfTheNodeAndOfItsSubtree) {
+  ServedNode a("a"), b("b");
+  NodeStatus master = SampleNodeStatus("a");
+  master.set_role(ROLE_MASTER);
+  master.set_depth(0);
+  master.clear_ancestors();
+  a.view.SetStatus(master);
+  const std::string b_address = b.target.substr(sizeof("--target=") - 1);
+  a.view.SetChildren({ChildRef("b", b_address), ChildRef("d", "127.0.0.1:1")});
+
+  const Result one = RunCtl({a.target, "metrics"});
+  EXPECT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_THAT(one.out, HasSubstr("# TYPE clocksync_error_bound_ns gauge\n"));
+  EXPECT_THAT(one.out, HasSubstr("clocksync_up{node=\"a\"} 1\n"));
+  EXPECT_THAT(one.out, Not(HasSubstr("node=\"b\"")));
+
+  const Result tree = RunCtl({a.target, "metrics", "--tree"});
+  EXPECT_EQ(tree.exit_code, 0) << tree.err;
+  EXPECT_THAT(tree.out, HasSubstr("clocksync_up{node=\"b\"} 1\n"));
+  EXPECT_THAT(tree.out, HasSubstr("clocksync_up{node=\"d\"} 0\n"));
+  EXPECT_THAT(tree.out,
+              HasSubstr("clocksync_probes_total{node=\"b\",result=\"sent\"}"));
+
+  const Result unreachable = RunCtl({"--target=127.0.0.1:1", "metrics"});
+  EXPECT_EQ(unreachable.exit_code, 3);
 }
 
 TEST(ClocksyncctlTest, SourcesOverAUnixSocket) {

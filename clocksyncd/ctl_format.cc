@@ -455,4 +455,180 @@ std::string FormatSourcesJson(const NodeStatus& status) {
                       "],\"children_count\":", status.children_count(), "}");
 }
 
+namespace {
+
+// A label value as the exposition format wants it: \\, \" and \n escaped.
+std::string LabelValue(absl::string_view value) {
+  std::string out;
+  for (const char c : value) {
+    if (c == '\\' || c == '"') out.push_back('\\');
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out.push_back(c);
+  }
+  return out;
+}
+
+absl::string_view StateLabel(SyncState state) {
+  switch (state) {
+    case SYNC_STATE_UNSYNCED: return "unsynced";
+    case SYNC_STATE_SYNCED: return "synced";
+    case SYNC_STATE_RECOVERING: return "recovering";
+    case SYNC_STATE_HOLDOVER: return "holdover";
+    default: return "unspecified";
+  }
+}
+
+// One metric family: HELP and TYPE once, then a sample per node (and per
+// extra label value).
+class Family {
+ public:
+  Family(std::string* out, absl::string_view name, absl::string_view type,
+         absl::string_view help)
+      : out_(out), name_(name) {
+    absl::StrAppend(out_, "# HELP ", name, " ", help, "\n# TYPE ", name, " ",
+                    type, "\n");
+  }
+  // `labels`: further labels after node="...", already formatted
+  // (`key="value",...`), or empty.
+  void Sample(const NodeStatus& node, double value,
+              absl::string_view labels = "") {
+    absl::StrAppend(out_, name_, "{node=\"", LabelValue(node.node_id()), "\"",
+                    labels.empty() ? "" : ",", labels, "} ",
+                    absl::StrFormat("%.17g", value), "\n");
+  }
+
+ private:
+  std::string* out_;
+  std::string name_;
+};
+
+}  // namespace
+
+std::string FormatMetrics(const Topology& topology) {
+  // Each node once (a series may appear only once), the first answer kept.
+  std::vector<const TopologyNode*> nodes;
+  std::vector<const NodeStatus*> up;
+  absl::flat_hash_set<std::string> seen;
+  for (const TopologyNode& node : topology.nodes()) {
+    if (!seen.insert(node.status().node_id()).second) continue;
+    nodes.push_back(&node);
+    if (!node.unreachable()) up.push_back(&node.status());
+  }
+  std::string out;
+  auto each = [&](absl::string_view name, absl::string_view type,
+                  absl::string_view help, auto value) {
+    Family family(&out, name, type, help);
+    for (const NodeStatus* node : up) family.Sample(*node, value(*node));
+  };
+  {
+    Family family(&out, "clocksync_up", "gauge",
+                  "1 if the node answered, 0 if its parent could not reach it.");
+    for (const TopologyNode* node : nodes) {
+      family.Sample(node->status(), node->unreachable() ? 0 : 1);
+    }
+  }
+  each("clocksync_synchronized", "gauge",
+       "1 while the node has a valid estimate fed by recent samples.",
+       [](const NodeStatus& n) { return IsSynchronized(n) ? 1.0 : 0.0; });
+  each("clocksync_holdover", "gauge",
+       "1 while the node holds over (no answers from its parent).",
+       [](const NodeStatus& n) { return n.holdover() ? 1.0 : 0.0; });
+  {
+    Family family(&out, "clocksync_state", "gauge",
+                  "1 for the node's synchronization state, 0 for the others.");
+    for (const NodeStatus* node : up) {
+      for (SyncState state : {SYNC_STATE_UNSYNCED, SYNC_STATE_SYNCED,
+                              SYNC_STATE_RECOVERING, SYNC_STATE_HOLDOVER}) {
+        family.Sample(*node, node->state() == state ? 1 : 0,
+                      absl::StrCat("state=\"", StateLabel(state), "\""));
+      }
+    }
+  }
+  each("clocksync_depth", "gauge", "Levels below the master (master: 0).",
+       [](const NodeStatus& n) { return static_cast<double>(n.depth()); });
+  each("clocksync_error_bound_ns", "gauge",
+       "Half-width of [earliest, latest] of global time, parent's included.",
+       [](const NodeStatus& n) {
+         return static_cast<double>(n.error_bound_ns());
+       });
+  each("clocksync_offset_to_parent_ns", "gauge",
+       "Global minus local time at the last estimate.",
+       [](const NodeStatus& n) {
+         return static_cast<double>(n.offset_to_parent_ns());
+       });
+  each("clocksync_drift_ppb", "gauge",
+       "Rate of the local clock against global time, positive when slow.",
+       [](const NodeStatus& n) { return n.drift_ppb(); });
+  each("clocksync_min_round_trip_ns", "gauge",
+       "Shortest probe round trip in the window (0: no samples).",
+       [](const NodeStatus& n) {
+         return static_cast<double>(n.min_round_trip_ns());
+       });
+  each("clocksync_samples_in_window", "gauge",
+       "Samples in the estimator's window.", [](const NodeStatus& n) {
+         return static_cast<double>(n.samples_in_window());
+       });
+  {
+    Family family(&out, "clocksync_hull_vertices", "gauge",
+                  "Vertices of the request (lower) and response (upper) hull.");
+    for (const NodeStatus* node : up) {
+      family.Sample(*node, static_cast<double>(node->lower_hull_size()),
+                    "hull=\"lower\"");
+      family.Sample(*node, static_cast<double>(node->upper_hull_size()),
+                    "hull=\"upper\"");
+    }
+  }
+  {
+    Family family(&out, "clocksync_probes_total", "counter",
+                  "Probes to the parent since start, by result.");
+    for (const NodeStatus* node : up) {
+      family.Sample(*node, static_cast<double>(node->probes_sent()),
+                    "result=\"sent\"");
+      family.Sample(*node, static_cast<double>(node->probes_answered()),
+                    "result=\"answered\"");
+      family.Sample(*node, static_cast<double>(node->probes_lost()),
+                    "result=\"lost\"");
+      family.Sample(*node, static_cast<double>(node->probes_rejected()),
+                    "result=\"rejected\"");
+    }
+  }
+  each("clocksync_inconsistencies_total", "counter",
+       "Samples that contradicted every line (a clock step or acceleration).",
+       [](const NodeStatus& n) {
+         return static_cast<double>(n.inconsistencies());
+       });
+  each("clocksync_children", "gauge", "Nodes synchronizing to this one.",
+       [](const NodeStatus& n) {
+         return static_cast<double>(n.children_count());
+       });
+  {
+    Family family(&out, "clocksync_last_answer_age_seconds", "gauge",
+                  "Time since the parent last answered a probe.");
+    for (const NodeStatus* node : up) {
+      if (node->has_last_answer_age_ns()) {
+        family.Sample(*node, static_cast<double>(node->last_answer_age_ns()) / 1e9);
+      }
+    }
+  }
+  each("clocksync_uptime_seconds", "gauge", "Time since the daemon started.",
+       [](const NodeStatus& n) {
+         return static_cast<double>(n.uptime_ns()) / 1e9;
+       });
+  {
+    Family family(&out, "clocksync_info", "gauge",
+                  "Always 1; the node's role, parent and version as labels.");
+    for (const NodeStatus* node : up) {
+      family.Sample(*node, 1,
+                    absl::StrCat("role=\"", RoleText(node->role()),
+                                 "\",parent=\"", LabelValue(node->parent()),
+                                 "\",version=\"", LabelValue(node->version()),
+                                 "\""));
+    }
+  }
+  return out;
+}
+
 }  // namespace clocksync::ctl

@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "clocksyncd/status_service_testing.h"
@@ -356,6 +358,69 @@ TEST(TreeTest, MalformedParentsStillPrintEachNodeOnce) {
 }
 
 // --- sources ------------------------------------------------------------
+
+// The Prometheus text format: every family's HELP and TYPE once and before
+// its samples, every sample `name{labels} value` with a known family, each
+// series once; an unreachable node has only clocksync_up 0.
+TEST(MetricsTest, ExpositionFormatWithEverySeriesOnce) {
+  Topology topology = SampleTopology();
+  topology.mutable_nodes(2)->mutable_status()->set_holdover(true);
+  // A node id that needs escaping, and a node listed twice.
+  NodeStatus odd = SampleNodeStatus("we\"ird\\id");
+  odd.set_depth(2);
+  *topology.add_nodes()->mutable_status() = odd;
+  *topology.add_nodes() = topology.nodes(1);
+  const std::string text = FormatMetrics(topology);
+
+  absl::flat_hash_map<std::string, std::string> type_of;
+  absl::flat_hash_map<std::string, int> series;
+  absl::flat_hash_map<std::string, double> value_of;
+  std::string family;
+  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
+    if (absl::StartsWith(line, "# HELP ")) {
+      std::vector<std::string> words = absl::StrSplit(line, ' ');
+      family = words[2];
+      EXPECT_FALSE(type_of.contains(family)) << "HELP twice: " << family;
+      continue;
+    }
+    if (absl::StartsWith(line, "# TYPE ")) {
+      std::vector<std::string> words = absl::StrSplit(line, ' ');
+      ASSERT_EQ(words.size(), 4u) << line;
+      EXPECT_EQ(words[2], family) << line;
+      EXPECT_TRUE(words[3] == "gauge" || words[3] == "counter") << line;
+      type_of[words[2]] = words[3];
+      continue;
+    }
+    const size_t brace = line.find('{');
+    const size_t close = line.rfind("} ");
+    ASSERT_NE(brace, absl::string_view::npos) << line;
+    ASSERT_NE(close, absl::string_view::npos) << line;
+    const std::string name(line.substr(0, brace));
+    EXPECT_EQ(name, family) << "sample outside its family: " << line;
+    EXPECT_TRUE(absl::StartsWith(line.substr(brace), "{node=\"")) << line;
+    double value = 0;
+    EXPECT_TRUE(absl::SimpleAtod(line.substr(close + 2), &value)) << line;
+    const std::string key(line.substr(0, close + 1));
+    EXPECT_EQ(++series[key], 1) << "series twice: " << key;
+    value_of[key] = value;
+  }
+  EXPECT_EQ(type_of["clocksync_probes_total"], "counter");
+  EXPECT_EQ(type_of["clocksync_error_bound_ns"], "gauge");
+  EXPECT_EQ(value_of["clocksync_up{node=\"a\"}"], 1);
+  EXPECT_EQ(value_of["clocksync_up{node=\"d\"}"], 0);
+  EXPECT_FALSE(value_of.contains("clocksync_depth{node=\"d\"}"));
+  EXPECT_EQ(value_of["clocksync_error_bound_ns{node=\"c-long-name\"}"],
+            12'500'000);
+  EXPECT_EQ(value_of["clocksync_holdover{node=\"c-long-name\"}"], 1);
+  EXPECT_EQ(value_of["clocksync_state{node=\"c-long-name\",state=\"holdover\"}"],
+            1);
+  EXPECT_EQ(value_of["clocksync_state{node=\"c-long-name\",state=\"synced\"}"],
+            0);
+  EXPECT_EQ(value_of["clocksync_drift_ppb{node=\"c-long-name\"}"], -3.5);
+  EXPECT_EQ(value_of["clocksync_synchronized{node=\"b\"}"], 1);
+  EXPECT_EQ(value_of["clocksync_depth{node=\"we\\\"ird\\\\id\"}"], 2);
+  EXPECT_EQ(series["clocksync_up{node=\"b\"}"], 1);  // listed twice, once here
+}
 
 TEST(SourcesTest, NearestFirst) {
   EXPECT_EQ(FormatSourcesText(SampleNodeStatus("n3")),
