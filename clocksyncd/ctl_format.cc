@@ -471,6 +471,15 @@ std::string LabelValue(absl::string_view value) {
   return out;
 }
 
+// The parent's node id when the node knows its ancestors, else its probe
+// address ("" for the master).
+std::string ParentName(const NodeStatus& node) {
+  if (node.ancestors_size() > 0) {
+    return node.ancestors(node.ancestors_size() - 1).node_id();
+  }
+  return node.parent();
+}
+
 absl::string_view StateLabel(SyncState state) {
   switch (state) {
     case SYNC_STATE_UNSYNCED: return "unsynced";
@@ -623,7 +632,7 @@ std::string FormatMetrics(const Topology& topology) {
     for (const NodeStatus* node : up) {
       family.Sample(*node, 1,
                     absl::StrCat("role=\"", RoleText(node->role()),
-                                 "\",parent=\"", LabelValue(node->parent()),
+                                 "\",parent=\"", LabelValue(ParentName(*node)),
                                  "\",version=\"", LabelValue(node->version()),
                                  "\""));
     }
