@@ -26,27 +26,6 @@ std::string RegionName(const ProcessTrace& trace, uint32_t id) {
   return absl::StrCat("region ", id);
 }
 
-// JSON string literal of `s` (escapes quotes, backslashes, control bytes;
-// other bytes pass through, so UTF-8 stays UTF-8).
-std::string JsonString(absl::string_view s) {
-  std::string out = "\"";
-  for (char ch : s) {
-    const unsigned char c = static_cast<unsigned char>(ch);
-    if (c == '"' || c == '\\') {
-      out.push_back('\\');
-      out.push_back(ch);
-    } else if (c < 0x20) {
-      char buffer[8];
-      std::snprintf(buffer, sizeof(buffer), "\\u%04x", c);
-      out += buffer;
-    } else {
-      out.push_back(ch);
-    }
-  }
-  out.push_back('"');
-  return out;
-}
-
 // ns since base as µs with exactly three decimals.
 std::string Microseconds(int64_t ns_since_base) {
   const bool negative = ns_since_base < 0;
@@ -71,6 +50,25 @@ int64_t EarliestGlobalNs(const Timeline& timeline) {
 }
 
 }  // namespace
+
+std::string JsonString(absl::string_view s) {
+  std::string out = "\"";
+  for (char ch : s) {
+    const unsigned char c = static_cast<unsigned char>(ch);
+    if (c == '"' || c == '\\') {
+      out.push_back('\\');
+      out.push_back(ch);
+    } else if (c < 0x20) {
+      char buffer[8];
+      std::snprintf(buffer, sizeof(buffer), "\\u%04x", c);
+      out += buffer;
+    } else {
+      out.push_back(ch);
+    }
+  }
+  out.push_back('"');
+  return out;
+}
 
 void WriteMergedText(absl::Span<const ProcessTrace> traces,
                      const Timeline& timeline, std::ostream& out) {

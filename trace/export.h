@@ -14,11 +14,16 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "trace/timeline.h"
 #include "trace/trace.h"
 
 namespace clocksync::trace {
+
+// A JSON string literal of `s`: quotes, backslashes and control bytes
+// escaped; other bytes pass through, so UTF-8 stays UTF-8.
+std::string JsonString(absl::string_view s);
 
 // One event per line, in global order:
 //   <global_ns> rank=<r> thread=<t> <kind> [region=<name>] [peer=<p>

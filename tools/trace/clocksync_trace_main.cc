@@ -1,4 +1,4 @@
-// clocksync-trace: merge, compare, export and profile clocksync trace
+// clocksync-trace: merge, compare, export, profile and lod of clocksync trace
 // archives (one per process, written by the tracer through
 // trace/otf2_writer.h). docs/TRACE_FORMAT.md describes the archives and
 // this tool.
@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "trace/export.h"
+#include "trace/lod.h"
 #include "trace/otf2_reader.h"
 #include "trace/timeline.h"
 #include "trace/trace.h"
@@ -37,6 +39,16 @@ ABSL_FLAG(int64_t, min_latency_ns, 0,
           "compare: a message received sooner than this after its send "
           "violates the clock condition");
 
+ABSL_FLAG(int32_t, bins, 100,
+          "lod: bins of the finest level (1..1000000)");
+ABSL_FLAG(int32_t, levels, 1,
+          "lod --json: levels, each with half the bins of the one before "
+          "(1..30)");
+ABSL_FLAG(int64_t, from_ns, std::numeric_limits<int64_t>::min(),
+          "lod: start of the range, global ns (default: the first event)");
+ABSL_FLAG(int64_t, to_ns, std::numeric_limits<int64_t>::max(),
+          "lod: end of the range, global ns, excluded (default: after the "
+          "last event)");
 ABSL_FLAG(double, slow_fraction, 0.1,
           "linear, spline, piecewise: the fraction of sync exchanges with the "
           "longest round trip dropped before fitting (per session for spline "
@@ -53,13 +65,14 @@ hull::PostmortemOptions PostmortemOptionsFromFlags() {
 }
 
 constexpr char kUsage[] =
-    R"(clocksync-trace: merge, compare, export and profile clocksync traces.
+    R"(clocksync-trace: merge, compare, export, profile and lod of clocksync traces.
 
 Usage:
   clocksync-trace merge   [--correction=C] [--out=FILE] ARCHIVE...
   clocksync-trace compare [--json] [--min_latency_ns=N] [--slow_fraction=F] ARCHIVE...
   clocksync-trace export  --format=chrome|otf2 [--correction=C] --out=PATH ARCHIVE...
   clocksync-trace profile [--correction=C] [--json] ARCHIVE...
+  clocksync-trace lod     [--correction=C] [--bins=N] [--levels=L] [--from_ns=T --to_ns=T] [--json] ARCHIVE...
 
 ARCHIVE is a trace directory the tracer wrote (one per process: traces.otf2,
 traces.def, traces/, clocksync.sidecar). Corrections C:
@@ -83,6 +96,11 @@ Commands:
            otf2:   one OTF2 archive of all processes in global ns
   profile  per process and region: calls, total, min, max, mean inclusive
            time in ns, from enter/leave pairs
+  lod      a level-of-detail timeline: every thread's time in --bins bins
+           of global time, split between the regions innermost in it; as
+           text, a line per thread with the dominant region of each bin; as
+           JSON (--json), --levels zoom levels with each bin's time per
+           region, events, sends and receives (default correction online)
 
 Exit status: 0 ok, 1 bad usage, 2 an archive cannot be read (or lacks what
 the command needs). A truncated archive is read up to its last complete
@@ -356,6 +374,37 @@ int ProfileCommand(const std::vector<std::string>& archives) {
   return 0;
 }
 
+int LodCommand(const std::vector<std::string>& archives) {
+  int exit_code = 0;
+  std::optional<CorrectionKind> kind =
+      CorrectionFlag(CorrectionKind::kOnline, &exit_code);
+  if (!kind) return exit_code;
+  std::optional<std::vector<ProcessTrace>> traces = ReadAll(archives, &exit_code);
+  if (!traces) return exit_code;
+  std::optional<Timeline> timeline =
+      CompleteTimeline(*traces, archives, *kind, &exit_code);
+  if (!timeline) return exit_code;
+  LodOptions options;
+  options.bins = absl::GetFlag(FLAGS_bins);
+  options.levels = absl::GetFlag(FLAGS_levels);
+  options.from_ns = absl::GetFlag(FLAGS_from_ns);
+  options.to_ns = absl::GetFlag(FLAGS_to_ns);
+  absl::StatusOr<Lod> lod = BuildLod(*traces, *timeline, options);
+  if (!lod.ok()) {
+    if (lod.status().code() == absl::StatusCode::kInvalidArgument) {
+      return Usage(absl::StrCat("bad flag --", lod.status().message()));
+    }
+    return Usage(std::string(lod.status().message()));
+  }
+  if (absl::GetFlag(FLAGS_json)) {
+    WriteLodJson(*lod, std::cout);
+  } else {
+    std::cout << FormatLodText(*lod, 0);
+  }
+  std::cout.flush();
+  return std::cout ? 0 : Unreadable("cannot write standard output");
+}
+
 int Run(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -370,9 +419,10 @@ int Run(int argc, char** argv) {
   const std::string command = positional[1];
   std::vector<std::string> archives(positional.begin() + 2, positional.end());
   if (command != "merge" && command != "compare" && command != "export" &&
-      command != "profile") {
-    return Usage(absl::StrCat("unknown command '", command,
-                              "' (expected merge, compare, export or profile)"));
+      command != "profile" && command != "lod") {
+    return Usage(absl::StrCat(
+        "unknown command '", command,
+        "' (expected merge, compare, export, profile or lod)"));
   }
   if (archives.empty()) return Usage(absl::StrCat(command, ": no archive given"));
   if (absl::GetFlag(FLAGS_min_latency_ns) < 0) {
@@ -386,6 +436,7 @@ int Run(int argc, char** argv) {
   if (command == "merge") return Merge(archives);
   if (command == "compare") return Compare(archives);
   if (command == "export") return Export(archives);
+  if (command == "lod") return LodCommand(archives);
   return ProfileCommand(archives);
 }
 

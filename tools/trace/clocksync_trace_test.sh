@@ -100,6 +100,24 @@ sort -n -c -k1,1 "$WORK/merged.tsv" || fail "merge output not in global order"
 "$TOOL" profile --json "$rank0" "$rank1" > "$WORK/profile.json"
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert any(r['region']=='work' and r['rank']==1 for r in d['regions']), d" "$WORK/profile.json"
 
+# --- lod: a line per thread; JSON levels whose bins add up ---------------------
+"$TOOL" lod --bins=40 "$rank0" "$rank1" > "$WORK/lod.txt"
+[[ "$(grep -c '^rank .*|$' "$WORK/lod.txt")" == 3 ]] || fail "lod: want 3 rows: $(cat "$WORK/lod.txt")"
+grep -q " work " "$WORK/lod.txt" || fail "lod legend lacks region work"
+"$TOOL" lod --json --bins=40 --levels=3 "$rank0" "$rank1" > "$WORK/lod.json"
+python3 - "$WORK/lod.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+levels = d["levels"]
+assert [l["bins"] for l in levels] == [40, 20, 10], [l["bins"] for l in levels]
+for row in range(len(d["rows"])):
+    busy = [sum(b["busy_ns"] for b in l["rows"][row]) for l in levels]
+    events = [sum(b["events"] for b in l["rows"][row]) for l in levels]
+    assert len(set(busy)) == 1 and len(set(events)) == 1, (busy, events)
+    assert events[0] > 0
+print("lod ok")
+PY
+
 # --- exit codes ----------------------------------------------------------------
 "$TOOL" --help | grep -q "Usage:" || fail "--help"
 set +e
@@ -109,6 +127,8 @@ set +e
 [[ $code == 1 ]] && grep -q -- "--correction" "$WORK/err" || fail "bad correction: exit $code $(cat "$WORK/err")"
 "$TOOL" compare --slow_fraction=1.5 "$rank0" > /dev/null 2> "$WORK/err"; code=$?
 [[ $code == 1 ]] && grep -q -- "--slow_fraction: 1.5" "$WORK/err" || fail "bad slow_fraction: exit $code $(cat "$WORK/err")"
+"$TOOL" lod --bins=0 "$rank0" > /dev/null 2> "$WORK/err"; code=$?
+[[ $code == 1 ]] && grep -q -- "--bins" "$WORK/err" || fail "bad bins: exit $code $(cat "$WORK/err")"
 "$TOOL" frobnicate "$rank0" > /dev/null 2>&1; code=$?
 [[ $code == 1 ]] || fail "unknown command: exit $code"
 "$TOOL" compare "$WORK/nonexistent" > /dev/null 2> "$WORK/err"; code=$?
