@@ -175,16 +175,32 @@ std::optional<Timeline> CompleteTimeline(const std::vector<ProcessTrace>& traces
   return *std::move(timeline);
 }
 
+// The archives read and put on one timeline under --correction (default
+// `fallback`), every process with the correction.
+struct Loaded {
+  std::vector<ProcessTrace> traces;
+  Timeline timeline;
+};
+
+std::optional<Loaded> LoadOnTimeline(const std::vector<std::string>& archives,
+                                     CorrectionKind fallback, int* exit_code) {
+  std::optional<CorrectionKind> kind = CorrectionFlag(fallback, exit_code);
+  if (!kind) return std::nullopt;
+  std::optional<std::vector<ProcessTrace>> traces = ReadAll(archives, exit_code);
+  if (!traces) return std::nullopt;
+  std::optional<Timeline> timeline =
+      CompleteTimeline(*traces, archives, *kind, exit_code);
+  if (!timeline) return std::nullopt;
+  return Loaded{*std::move(traces), *std::move(timeline)};
+}
+
 int Merge(const std::vector<std::string>& archives) {
   int exit_code = 0;
-  std::optional<CorrectionKind> kind =
-      CorrectionFlag(CorrectionKind::kOnline, &exit_code);
-  if (!kind) return exit_code;
-  std::optional<std::vector<ProcessTrace>> traces = ReadAll(archives, &exit_code);
-  if (!traces) return exit_code;
-  std::optional<Timeline> timeline =
-      CompleteTimeline(*traces, archives, *kind, &exit_code);
-  if (!timeline) return exit_code;
+  std::optional<Loaded> loaded =
+      LoadOnTimeline(archives, CorrectionKind::kOnline, &exit_code);
+  if (!loaded) return exit_code;
+  const std::vector<ProcessTrace>* const traces = &loaded->traces;
+  const Timeline* const timeline = &loaded->timeline;
   const std::string out_path = absl::GetFlag(FLAGS_out);
   if (out_path.empty() || out_path == "-") {
     WriteMergedText(*traces, *timeline, std::cout);
@@ -298,14 +314,11 @@ int Export(const std::vector<std::string>& archives) {
   }
   const std::string out_path = absl::GetFlag(FLAGS_out);
   if (out_path.empty()) return Usage("bad flag --out: export needs --out=PATH");
-  std::optional<CorrectionKind> kind =
-      CorrectionFlag(CorrectionKind::kOnline, &exit_code);
-  if (!kind) return exit_code;
-  std::optional<std::vector<ProcessTrace>> traces = ReadAll(archives, &exit_code);
-  if (!traces) return exit_code;
-  std::optional<Timeline> timeline =
-      CompleteTimeline(*traces, archives, *kind, &exit_code);
-  if (!timeline) return exit_code;
+  std::optional<Loaded> loaded =
+      LoadOnTimeline(archives, CorrectionKind::kOnline, &exit_code);
+  if (!loaded) return exit_code;
+  const std::vector<ProcessTrace>* const traces = &loaded->traces;
+  const Timeline* const timeline = &loaded->timeline;
   if (format == "otf2") {
     absl::Status status = WriteMergedOtf2(*traces, *timeline, out_path);
     if (!status.ok()) {
@@ -325,18 +338,15 @@ int Export(const std::vector<std::string>& archives) {
 
 int ProfileCommand(const std::vector<std::string>& archives) {
   int exit_code = 0;
-  std::optional<CorrectionKind> kind =
-      CorrectionFlag(CorrectionKind::kNone, &exit_code);
-  if (!kind) return exit_code;
-  std::optional<std::vector<ProcessTrace>> traces = ReadAll(archives, &exit_code);
-  if (!traces) return exit_code;
-  std::optional<Timeline> timeline =
-      CompleteTimeline(*traces, archives, *kind, &exit_code);
-  if (!timeline) return exit_code;
+  std::optional<Loaded> loaded =
+      LoadOnTimeline(archives, CorrectionKind::kNone, &exit_code);
+  if (!loaded) return exit_code;
+  const std::vector<ProcessTrace>* const traces = &loaded->traces;
+  const Timeline* const timeline = &loaded->timeline;
   const Profile profile = ProfileRegions(*traces, *timeline);
   if (absl::GetFlag(FLAGS_json)) {
     std::string json = absl::StrCat(
-        "{\"correction\":\"", CorrectionKindName(*kind),
+        "{\"correction\":\"", CorrectionKindName(timeline->kind),
         "\",\"unmatched_leaves\":", profile.unmatched_leaves,
         ",\"open_enters\":", profile.open_enters, ",\"regions\":[");
     for (size_t i = 0; i < profile.regions.size(); ++i) {
@@ -376,14 +386,11 @@ int ProfileCommand(const std::vector<std::string>& archives) {
 
 int LodCommand(const std::vector<std::string>& archives) {
   int exit_code = 0;
-  std::optional<CorrectionKind> kind =
-      CorrectionFlag(CorrectionKind::kOnline, &exit_code);
-  if (!kind) return exit_code;
-  std::optional<std::vector<ProcessTrace>> traces = ReadAll(archives, &exit_code);
-  if (!traces) return exit_code;
-  std::optional<Timeline> timeline =
-      CompleteTimeline(*traces, archives, *kind, &exit_code);
-  if (!timeline) return exit_code;
+  std::optional<Loaded> loaded =
+      LoadOnTimeline(archives, CorrectionKind::kOnline, &exit_code);
+  if (!loaded) return exit_code;
+  const std::vector<ProcessTrace>* const traces = &loaded->traces;
+  const Timeline* const timeline = &loaded->timeline;
   LodOptions options;
   options.bins = absl::GetFlag(FLAGS_bins);
   options.levels = absl::GetFlag(FLAGS_levels);
