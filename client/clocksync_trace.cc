@@ -91,6 +91,7 @@ int cs_trace_init(const cs_trace_options* options) {
     if (given.shm_path != nullptr) o.shm_path = given.shm_path;
     if (given.node_id != nullptr) o.node_id = given.node_id;
     if (given.master_probe != nullptr) o.master_probe = given.master_probe;
+    if (given.probe_key_file != nullptr) o.probe_key_file = given.probe_key_file;
     if (given.clock_model_file != nullptr) {
       o.clock_model_file = given.clock_model_file;
     }

@@ -98,6 +98,9 @@ typedef struct cs_trace_options {
   const char* node_id;
   /* The master's probe address "host:port" (default none: no sessions). */
   const char* master_probe;
+  /* The tree's shared probe key file, when the master authenticates probes
+   * (clocksyncd --probe_key_file; default none). */
+  const char* probe_key_file;
   /* Test features: the modeled-clock side file (default <shm_path>.model
    * if it exists; "none": never) and the master's segment for the ground
    * truth (default none). */

@@ -362,8 +362,9 @@ absl::StatusOr<int64_t> ReadMasterOffset(const std::string& path) {
 class SyncRunner {
  public:
   SyncRunner(const TracerOptions& options,
-             const std::optional<ModelSpec>& model)
-      : options_(options), clock_(model) {}
+             const std::optional<ModelSpec>& model,
+             const std::optional<daemon::ProbeKey>& key)
+      : options_(options), clock_(model), key_(key) {}
 
   // Runs one session into *session. Unavailable (naming the master) when no
   // exchange succeeded; the session is then empty.
@@ -377,6 +378,7 @@ class SyncRunner {
       requester_options.node_id = static_cast<uint64_t>(getpid());
       requester_options.clock = &clock_;
       requester_options.expiry_ns = options_.sync_reply_timeout_ns;
+      requester_options.key = key_;
       absl::StatusOr<std::unique_ptr<daemon::ProbeRequester>> requester =
           daemon::ProbeRequester::Create(requester_options);
       if (!requester.ok()) return Unreachable(requester.status().ToString());
@@ -444,6 +446,7 @@ class SyncRunner {
 
   const TracerOptions options_;
   ProbeClock clock_;
+  const std::optional<daemon::ProbeKey> key_;
   std::unique_ptr<daemon::ProbeRequester> requester_;
 };
 
@@ -626,6 +629,10 @@ class Impl {
   }
 
   uint64_t generation() const { return generation_; }
+  // The master's probe key, for sync sessions (before the first one).
+  void SetProbeKey(const std::optional<daemon::ProbeKey>& key) {
+    probe_key_ = key;
+  }
   const TracerOptions& options() const { return options_; }
   const Segment& segment() const { return *segment_; }
 
@@ -826,7 +833,7 @@ class Impl {
   absl::Status RunSession(trace::SyncSessionKind kind) {
     if (options_.master_probe.empty()) return absl::OkStatus();
     std::lock_guard<std::mutex> lock(sync_mutex_);
-    if (!sync_runner_) sync_runner_.emplace(options_, model_);
+    if (!sync_runner_) sync_runner_.emplace(options_, model_, probe_key_);
     trace::SyncSession session;
     absl::Status status = sync_runner_->Run(kind, &session);
     if (!status.ok()) {
@@ -1267,6 +1274,7 @@ class Impl {
   std::mutex cold_clock_mutex_;
   LocalClockFn cold_clock_;  // the local clock for threads without a state
 
+  std::optional<daemon::ProbeKey> probe_key_;  // set before the first session
   std::mutex sync_mutex_;  // the members down to sessions_run_
   std::optional<SyncRunner> sync_runner_;
   bool master_reachable_ = true;
@@ -1577,6 +1585,7 @@ absl::Status ApplyTracerEnvironment(TracerOptions* options) {
   EnvString("CLOCKSYNC_CLOCK_MODEL_FILE", &options->clock_model_file);
   EnvString("CLOCKSYNC_TRUTH_MASTER_SHM", &options->truth_master_shm);
   EnvString("CLOCKSYNC_MASTER_PROBE", &options->master_probe);
+  EnvString("CLOCKSYNC_PROBE_KEY_FILE", &options->probe_key_file);
   int64_t value = options->rank;
   if (absl::Status s = EnvInt("CLOCKSYNC_TRACE_RANK", 0, INT32_MAX, &value);
       !s.ok()) {
@@ -1711,6 +1720,16 @@ absl::Status Tracer::Init(const TracerOptions& given) {
   }
   if (options.name.empty()) options.name = program_invocation_short_name;
   if (absl::Status s = ValidateOptions(options); !s.ok()) return s;
+  std::optional<daemon::ProbeKey> probe_key;
+  if (!options.probe_key_file.empty()) {
+    absl::StatusOr<daemon::ProbeKey> key =
+        daemon::ReadProbeKeyFile(options.probe_key_file);
+    if (!key.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "CLOCKSYNC_PROBE_KEY_FILE (probe_key_file): ", key.status().message()));
+    }
+    probe_key = *key;
+  }
   if (absl::Status s = EnsureDirectory(options.trace_dir); !s.ok()) return s;
 
   // The modeled clock (test feature).
@@ -1776,6 +1795,7 @@ absl::Status Tracer::Init(const TracerOptions& given) {
                                      std::move(*writer), generation);
   g_hot.seq_word = impl->segment().seq_word();
   g_hot.region_count.store(0, std::memory_order_relaxed);
+  impl->SetProbeKey(probe_key);
   impl->DefineWorld();
   impl->NoteMappingChangeCold();
 

@@ -131,6 +131,10 @@ struct TracerOptions {
   // The master's probe address "host:port" for sync sessions. Empty: no
   // sync sessions (a warning at init). CLOCKSYNC_MASTER_PROBE.
   std::string master_probe;
+  // The tree's shared probe key file (clocksyncd --probe_key_file), when
+  // the master authenticates probes. Empty: none.
+  // CLOCKSYNC_PROBE_KEY_FILE.
+  std::string probe_key_file;
   // Most exchanges per sync session (0: sessions are empty).
   // CLOCKSYNC_SYNC_MAX_MESSAGES.
   int32_t sync_max_messages = 100;

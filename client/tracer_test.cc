@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -53,11 +54,14 @@ std::string MakeTempDir() {
 // The master: answers probes with global = raw + offset.
 class FakeMaster {
  public:
-  explicit FakeMaster(int64_t offset_ns) : source_(offset_ns) {
+  explicit FakeMaster(int64_t offset_ns,
+                      std::optional<daemon::ProbeKey> key = std::nullopt)
+      : source_(offset_ns) {
     daemon::ProbeResponder::Options options;
     options.listen_address = "127.0.0.1:0";
     options.node_id = 1;
     options.time_source = &source_;
+    options.key = key;
     auto responder = daemon::ProbeResponder::Create(options);
     EXPECT_TRUE(responder.ok()) << responder.status();
     responder_ = std::move(*responder);
@@ -443,6 +447,48 @@ TEST_F(TracerTest, DaemonAbsentMasterUnreachableStillWritesTheTrace) {
   }
   ASSERT_EQ(read->threads.size(), 1u);
   EXPECT_EQ(read->threads[0].events.size(), 2u);
+}
+
+// A master that authenticates probes answers sync sessions only with its
+// key; a tracer without it gets empty sessions and a warning, never a
+// failed program; a bad key file is refused at Init naming it.
+TEST_F(TracerTest, SyncSessionsWithAnAuthenticatingMaster) {
+  const daemon::ProbeKey key{0x0123456789abcdefULL, 0xfedcba9876543210ULL};
+  FakeMaster master(5'000'000'000, key);
+  const std::string key_path = dir_ + "/probe.key";
+  {
+    std::ofstream(key_path) << "efcdab8967452301" "1032547698badcfe\n";
+  }
+  chmod(key_path.c_str(), 0600);
+  options_.master_probe = master.address();
+  options_.sync_max_messages = 5;
+  options_.sync_max_duration_ns = 300'000'000;
+  options_.probe_key_file = key_path;
+  ASSERT_TRUE(Tracer::Init(options_).ok());
+  EXPECT_TRUE(Tracer::Timesync().ok());
+  ASSERT_TRUE(Tracer::Finalize().ok());
+  auto read = trace::ReadProcessTrace(archive());
+  ASSERT_TRUE(read.ok()) << read.status();
+  ASSERT_EQ(read->sessions.size(), 3u);
+  for (const auto& session : read->sessions) {
+    EXPECT_EQ(session.exchanges.size(), 5u);
+  }
+
+  // Without the key: empty sessions.
+  options_.probe_key_file.clear();
+  options_.name = "keyless";
+  ASSERT_TRUE(Tracer::Init(options_).ok());
+  EXPECT_EQ(Tracer::Timesync().code(), absl::StatusCode::kUnavailable);
+  ASSERT_TRUE(Tracer::Finalize().ok());
+
+  // A key file others can read: refused, named.
+  chmod(key_path.c_str(), 0644);
+  options_.probe_key_file = key_path;
+  options_.name = "badkey";
+  const absl::Status refused = Tracer::Init(options_);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.message().find(key_path), std::string::npos) << refused;
+  EXPECT_FALSE(Tracer::IsActive());
 }
 
 TEST_F(TracerTest, RestartedDaemonIsPickedUp) {

@@ -196,6 +196,11 @@ std::string ValidateDaemonConfig(const DaemonConfig& c) {
     const std::string error = hull::ParseClockModel(c.clock_model, &params);
     if (!error.empty()) return "clock_model: " + error;
   }
+  if (!c.probe_key_file.empty()) {
+    const absl::StatusOr<daemon::ProbeKey> key =
+        daemon::ReadProbeKeyFile(c.probe_key_file);
+    if (!key.ok()) return "probe_key_file: " + std::string(key.status().message());
+  }
   if (!c.inject_delay.empty()) {
     daemon::DelayInjection delay;
     std::string error;
@@ -277,11 +282,20 @@ absl::Status Daemon::Start() {
   published_time_ =
       std::make_unique<PublishedTime>(std::move(*self), &depth_for_children_);
 
+  if (!config_.probe_key_file.empty()) {
+    absl::StatusOr<daemon::ProbeKey> key =
+        daemon::ReadProbeKeyFile(config_.probe_key_file);
+    if (!key.ok()) return key.status();
+    probe_key_ = *key;
+    spdlog::info("{}: probes authenticated with the key in {}",
+                 config_.node_id, config_.probe_key_file);
+  }
   daemon::ProbeResponder::Options responder_options;
   responder_options.listen_address = config_.listen;
   responder_options.node_id = NodeIdHash();
   responder_options.time_source = published_time_.get();
   responder_options.delay = delay;
+  responder_options.key = probe_key_;
   absl::StatusOr<std::unique_ptr<daemon::ProbeResponder>> responder =
       daemon::ProbeResponder::Create(responder_options);
   if (!responder.ok()) return responder.status();
@@ -322,6 +336,7 @@ absl::Status Daemon::Start() {
     o.parent_silence_for_loss_ns =
         config_.missed_probes_for_loss * config_.probe_interval_ns;
     o.probe_sender_id = NodeIdHash();
+    o.probe_key = probe_key_;
     spdlog::info("{}: membership as {} (probes {}, gRPC {}), max {} children{}",
                  config_.node_id, config_.master ? "master" : "node",
                  m.self.probe_address, m.self.grpc_address, m.max_children,
@@ -382,6 +397,7 @@ absl::Status Daemon::RetargetRequester(const std::string& probe_address) {
   options.node_id = NodeIdHash();
   options.clock = local_clock_.get();
   options.delay = delay_;
+  options.key = probe_key_;
   // A reply later than a few intervals is as good as lost.
   options.expiry_ns = std::max<int64_t>(3 * config_.probe_interval_ns, 1'000'000'000);
   absl::StatusOr<std::unique_ptr<daemon::ProbeRequester>> requester =
@@ -627,6 +643,39 @@ void Daemon::UpdateSnapshot(int64_t raw_ns) {
   snapshot_ = std::move(st);
 }
 
+// Says which malformed probes were dropped since the last log line, by
+// reason: a wrong or missing key (unauthenticated, bad_mac, unexpected_mac)
+// shows up here first.
+void Daemon::LogDroppedProbes() {
+  auto report = [&](const std::array<std::atomic<uint64_t>,
+                                     daemon::kDecodeStatusCount>& counters,
+                    std::array<uint64_t, daemon::kDecodeStatusCount>* logged,
+                    const char* from) {
+    std::vector<std::string> parts;
+    for (size_t i = 0; i < counters.size(); ++i) {
+      const uint64_t now = counters[i].load(std::memory_order_relaxed);
+      if (now > (*logged)[i]) {
+        parts.push_back(absl::StrCat(
+            now - (*logged)[i], " ",
+            daemon::DecodeStatusName(static_cast<daemon::DecodeStatus>(i))));
+      }
+      (*logged)[i] = now;
+    }
+    if (!parts.empty()) {
+      spdlog::warn("{}: dropped malformed probes from {}: {}", config_.node_id,
+                   from, absl::StrJoin(parts, ", "));
+    }
+  };
+  if (responder_) {
+    report(responder_->counters().malformed, &logged_drops_from_children_,
+           "children");
+  }
+  if (requester_) {
+    report(requester_->counters().malformed, &logged_drops_from_parent_,
+           "the parent");
+  }
+}
+
 void Daemon::WriteStatus(int64_t raw_ns) {
   if (raw_ns >= next_snapshot_raw_ns_) {
     next_snapshot_raw_ns_ = raw_ns + 100'000'000;
@@ -634,6 +683,7 @@ void Daemon::WriteStatus(int64_t raw_ns) {
   }
   if (raw_ns >= next_log_raw_ns_) {
     next_log_raw_ns_ = raw_ns + config_.log_interval_ns;
+    LogDroppedProbes();
     if (!config_.master && !requester_) {
       spdlog::info("{}: not attached yet, joining through {}", config_.node_id,
                    absl::StrJoin(config_.join, ","));

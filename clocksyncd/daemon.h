@@ -16,6 +16,7 @@
 #ifndef CLOCKSYNC_CLOCKSYNCD_DAEMON_H_
 #define CLOCKSYNC_CLOCKSYNCD_DAEMON_H_
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -72,6 +73,9 @@ struct DaemonConfig {
   bool enable_test_features = false;
   std::string clock_model;   // hull/clock_model.h spec: this node's local clock.
   std::string inject_delay;  // probe_transport.h spec: delays outgoing packets.
+  // The tree's shared probe key (clocksyncd/probe_auth.h); empty: probes
+  // are not authenticated.
+  std::string probe_key_file;
 };
 
 // Empty when valid, else "flag: reason" naming the command-line flag.
@@ -143,6 +147,11 @@ class Daemon {
   uint64_t target_generation_ = 0;
   std::unique_ptr<MembershipAgent> agent_;
   daemon::DelayInjection delay_;
+  std::optional<daemon::ProbeKey> probe_key_;
+  // Dropped packets (per DecodeStatus) already reported in the log.
+  std::array<uint64_t, daemon::kDecodeStatusCount> logged_drops_from_children_{};
+  std::array<uint64_t, daemon::kDecodeStatusCount> logged_drops_from_parent_{};
+  void LogDroppedProbes();
   absl::Status RetargetRequester(const std::string& probe_address);
   std::string AdvertisedAddress(const std::string& listen, int port) const;
   std::unique_ptr<View> view_;

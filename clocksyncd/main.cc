@@ -81,6 +81,12 @@ ABSL_FLAG(bool, enable_test_features, false,
 ABSL_FLAG(std::string, clock_model, "",
           "TEST ONLY: model this node's local clock on the host's raw clock, "
           "e.g. offset=2s,frequency_ppm=-40,wander=1,step=120s:+2ms,seed=7.");
+ABSL_FLAG(std::string, probe_key_file, "",
+          "File with the tree's shared probe key (32 hex digits, not "
+          "readable by others): every probe is then authenticated "
+          "(SipHash-2-4) and unauthenticated ones are dropped. All nodes of "
+          "a tree, and tracers' sync sessions, need the same key. Empty: "
+          "probes are not authenticated.");
 ABSL_FLAG(std::string, inject_delay, "",
           "TEST ONLY: delay outgoing probes and replies, e.g. "
           "min=50us,mean=20us,seed=3.");
@@ -133,6 +139,7 @@ int main(int argc, char** argv) {
   config.enable_test_features = absl::GetFlag(FLAGS_enable_test_features);
   config.clock_model = absl::GetFlag(FLAGS_clock_model);
   config.inject_delay = absl::GetFlag(FLAGS_inject_delay);
+  config.probe_key_file = absl::GetFlag(FLAGS_probe_key_file);
   if (config.node_id.empty()) config.node_id = config.master ? "master" : "";
   const std::string invalid = clocksync::ValidateDaemonConfig(config);
   if (!invalid.empty()) {

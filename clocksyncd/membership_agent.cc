@@ -282,9 +282,16 @@ void MembershipAgent::Tick(int64_t now) {
             std::max(last_probe_answer_ns_.load(), target_attached_ns_);
         if (options_.parent_silence_for_loss_ns > 0 &&
             now - last_answer > options_.parent_silence_for_loss_ns) {
-          LoseParentLocked(now, absl::StrCat("no probe answered for ",
-                                             (now - last_answer) / 1'000'000,
-                                             " ms"));
+          // Never an answer since attaching: the probes themselves are
+          // refused (a different --probe_key_file, a firewall), not lost.
+          const bool never = last_probe_answer_ns_.load() < target_attached_ns_;
+          LoseParentLocked(
+              now, absl::StrCat("no probe answered for ",
+                                (now - last_answer) / 1'000'000, " ms",
+                                never ? " (none since attaching: the same "
+                                        "--probe_key_file on both sides? "
+                                        "UDP reachable?)"
+                                      : ""));
           return;
         }
         if (membership_.ParentStale(now)) {
@@ -377,6 +384,7 @@ int64_t MembershipAgent::MeasureRttNs(const NodeRef& ref) {
   options.parent_address = ref.probe_address;
   options.node_id = options_.probe_sender_id;
   options.expiry_ns = 50'000'000;
+  options.key = options_.probe_key;
   absl::StatusOr<std::unique_ptr<daemon::ProbeRequester>> requester =
       daemon::ProbeRequester::Create(options);
   int64_t best = -1;

@@ -45,6 +45,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "clocksyncd/membership.h"
+#include "clocksyncd/probe_auth.h"
 #include "proto/clocksync.grpc.pb.h"
 #include "proto/clocksync.pb.h"
 
@@ -69,6 +70,8 @@ struct MembershipAgentOptions {
   int64_t retry_max_ns = 5'000'000'000;
   // Sent as sender id in RTT probes.
   uint64_t probe_sender_id = 0;
+  // The tree's probe key, for RTT probes (none: unauthenticated).
+  std::optional<daemon::ProbeKey> probe_key;
 };
 
 // Empty when valid, else "field: reason".

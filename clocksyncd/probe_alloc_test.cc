@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <memory>
 #include <new>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -55,18 +56,21 @@ class RawPlusOne : public GlobalTimeSource {
 // Counts what the requester and the responder allocate while `probes`
 // probes go back and forth after set-up.
 void RunAndCount(const DelayInjection& delay, uint64_t* serve_allocations,
-                 uint64_t* requester_allocations, uint64_t* answered) {
+                 uint64_t* requester_allocations, uint64_t* answered,
+                 std::optional<ProbeKey> key = std::nullopt) {
   RawPlusOne time;
   ProbeResponder::Options responder_options;
   responder_options.listen_address = "127.0.0.1:0";
   responder_options.time_source = &time;
   responder_options.delay = delay;
+  responder_options.key = key;
   auto responder = ProbeResponder::Create(responder_options);
   ASSERT_TRUE(responder.ok()) << responder.status();
   ProbeRequester::Options options;
   options.parent_address =
       "127.0.0.1:" + std::to_string((*responder)->port());
   options.delay = delay;
+  options.key = key;
   auto requester = ProbeRequester::Create(options);
   ASSERT_TRUE(requester.ok()) << requester.status();
 
@@ -123,6 +127,15 @@ TEST(ProbeAllocTest, NoAllocationWithDelayInjection) {
   uint64_t serve = 0, requester = 0, answered = 0;
   RunAndCount(DelayInjection{true, 100'000, 50'000.0, 5}, &serve, &requester,
               &answered);
+  EXPECT_EQ(answered, 200u);
+  EXPECT_EQ(serve, 0u);
+  EXPECT_EQ(requester, 0u);
+}
+
+TEST(ProbeAllocTest, NoAllocationWithAuthentication) {
+  uint64_t serve = 0, requester = 0, answered = 0;
+  RunAndCount(DelayInjection{}, &serve, &requester, &answered,
+              ProbeKey{0x0123456789abcdefULL, 0x1122334455667788ULL});
   EXPECT_EQ(answered, 200u);
   EXPECT_EQ(serve, 0u);
   EXPECT_EQ(requester, 0u);

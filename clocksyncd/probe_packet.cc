@@ -10,7 +10,7 @@ namespace {
 
 static_assert(kProbeOffsetReserved == 66 && kProbePacketSize == 96,
               "layout changed: update docs/PROBE_PROTOCOL.md");
-static_assert(static_cast<size_t>(DecodeStatus::kNegativeBound) + 1 ==
+static_assert(static_cast<size_t>(DecodeStatus::kUnexpectedMac) + 1 ==
                   kDecodeStatusCount,
               "kDecodeStatusCount must count every DecodeStatus");
 
@@ -74,15 +74,24 @@ const char* DecodeStatusName(DecodeStatus status) {
       return "bad_parent_state";
     case DecodeStatus::kNegativeBound:
       return "negative_bound";
+    case DecodeStatus::kUnauthenticated:
+      return "unauthenticated";
+    case DecodeStatus::kBadMac:
+      return "bad_mac";
+    case DecodeStatus::kUnexpectedMac:
+      return "unexpected_mac";
   }
   return "unknown";
 }
 
-size_t EncodeProbe(const ProbePacket& packet, uint8_t* out) {
+size_t EncodeProbe(const ProbePacket& packet, uint8_t* out,
+                   const ProbeKey* key) {
   std::memcpy(out + kProbeOffsetMagic, kProbeMagic, sizeof(kProbeMagic));
   out[kProbeOffsetVersion] = kProbeVersion;
   out[kProbeOffsetType] = static_cast<uint8_t>(packet.type);
-  Store16(out + kProbeOffsetFlags, packet.flags);
+  Store16(out + kProbeOffsetFlags,
+          key != nullptr ? packet.flags | kProbeFlagAuthenticated
+                         : packet.flags);
   Store64(out + kProbeOffsetNonce, packet.nonce);
   Store64(out + kProbeOffsetSenderId, packet.sender_id);
   Store64(out + kProbeOffsetT1, static_cast<uint64_t>(packet.t1_ns));
@@ -95,10 +104,14 @@ size_t EncodeProbe(const ProbePacket& packet, uint8_t* out) {
   out[kProbeOffsetParentDepth] = packet.parent_depth;
   std::memset(out + kProbeOffsetReserved, 0,
               kProbePacketSize - kProbeOffsetReserved);
+  if (key != nullptr) {
+    Store64(out + kProbeOffsetMac, SipHash24(*key, out, kProbeOffsetMac));
+  }
   return kProbePacketSize;
 }
 
-DecodeStatus DecodeProbe(const uint8_t* data, size_t len, ProbePacket* out) {
+DecodeStatus DecodeProbe(const uint8_t* data, size_t len, ProbePacket* out,
+                         const ProbeKey* key) {
   // Magic and version first (8 bytes), so that another version's packet is
   // reported as such whatever its size.
   if (len < 8) return DecodeStatus::kTruncated;
@@ -118,13 +131,29 @@ DecodeStatus DecodeProbe(const uint8_t* data, size_t len, ProbePacket* out) {
     return DecodeStatus::kBadType;
   }
   const uint16_t flags = Load16(data + kProbeOffsetFlags);
-  if (flags != 0) return DecodeStatus::kNonzeroFlags;
-  // Bytes 66..95 (30 bytes) as one 16-bit word (66..67) and four 64-bit
-  // words (68..75, 76..83, 84..91, 88..95; the last two overlap).
-  const uint64_t reserved_or =
-      Load16(data + 66) | Load64(data + 68) | Load64(data + 76) |
-      Load64(data + 84) | Load64(data + 88);
-  if (reserved_or != 0) return DecodeStatus::kNonzeroReserved;
+  if ((flags & ~kProbeFlagAuthenticated) != 0) {
+    return DecodeStatus::kNonzeroFlags;
+  }
+  const bool authenticated = (flags & kProbeFlagAuthenticated) != 0;
+  if (key != nullptr && !authenticated) return DecodeStatus::kUnauthenticated;
+  if (key == nullptr && authenticated) return DecodeStatus::kUnexpectedMac;
+  if (authenticated) {
+    // Constant-time: no early exit on the first differing bit.
+    const uint64_t difference = Load64(data + kProbeOffsetMac) ^
+                                SipHash24(*key, data, kProbeOffsetMac);
+    if (difference != 0) return DecodeStatus::kBadMac;
+    // Bytes 74..95 (22 bytes) as 64-bit words 74..81, 82..89, 88..95.
+    const uint64_t reserved_or =
+        Load64(data + 74) | Load64(data + 82) | Load64(data + 88);
+    if (reserved_or != 0) return DecodeStatus::kNonzeroReserved;
+  } else {
+    // Bytes 66..95 (30 bytes) as one 16-bit word (66..67) and four 64-bit
+    // words (68..75, 76..83, 84..91, 88..95; the last two overlap).
+    const uint64_t reserved_or =
+        Load16(data + 66) | Load64(data + 68) | Load64(data + 76) |
+        Load64(data + 84) | Load64(data + 88);
+    if (reserved_or != 0) return DecodeStatus::kNonzeroReserved;
+  }
 
   out->type = static_cast<ProbeType>(type);
   out->flags = flags;

@@ -12,6 +12,8 @@
 // Decoding is strict: every malformed form has its own DecodeStatus so that
 // the daemon can count what it drops. Decoding checks structure, not
 // timing: t3 < t2 and the like are for the estimator to reject.
+// With a shared key (probe_auth.h), packets carry a SipHash-2-4 MAC and
+// only authenticated ones decode.
 //
 // Example:
 //   ProbePacket request;
@@ -32,6 +34,8 @@
 
 #include <cstddef>
 #include <cstdint>
+
+#include "clocksyncd/probe_auth.h"
 
 namespace clocksync::daemon {
 
@@ -61,6 +65,9 @@ inline constexpr size_t kProbeOffsetParentState = 64;
 inline constexpr size_t kProbeOffsetParentDepth = 65;
 // Bytes 66..95 are reserved and must be zero.
 inline constexpr size_t kProbeOffsetReserved = 66;
+// Authenticated packets: the 8-byte MAC opens the reserved tail.
+inline constexpr size_t kProbeOffsetMac = 66;
+inline constexpr size_t kProbeMacSize = 8;
 
 enum class ProbeType : uint8_t {
   kRequest = 1,  // Child to parent.
@@ -77,7 +84,8 @@ inline constexpr uint8_t kProbeStateHoldover = 4;
 // In a request every parent_* field, t2_ns and t3_ns are zero.
 struct ProbePacket {
   ProbeType type = ProbeType::kRequest;
-  // Flag bits; must be 0 in version 1 (see kProbeFlagAuthenticated).
+  // Flag bits: kProbeFlagAuthenticated or 0. EncodeProbe with a key sets
+  // it; DecodeProbe reports it.
   uint16_t flags = 0;
   // Random per request, chosen by the child, echoed by the parent.
   uint64_t nonce = 0;
@@ -112,14 +120,18 @@ enum class DecodeStatus : uint8_t {
   kBadMagic,                // Bytes 0..3 are not "CSPR".
   kUnsupportedVersion,      // Version byte is not kProbeVersion.
   kBadType,                 // Type is neither request nor reply.
-  kNonzeroFlags,            // A flag bit is set (none is defined yet).
-  kNonzeroReserved,         // A byte of 66..95 is not zero.
+  kNonzeroFlags,            // A flag bit other than authenticated is set.
+  kNonzeroReserved,         // A reserved byte (66..95; 74..95 with a MAC)
+                            // is not zero.
   kRequestWithReplyFields,  // A request with t2/t3/parent fields set.
   kBadParentState,          // A reply whose parent_state is not 1..4.
   kNegativeBound,           // A reply whose parent_bound_ns < 0.
+  kUnauthenticated,         // This node has a key; the packet has no MAC.
+  kBadMac,                  // The MAC is not the key's tag of bytes 0..65.
+  kUnexpectedMac,           // The packet has a MAC; this node has no key.
 };
 // Number of DecodeStatus values (for arrays of counters indexed by status).
-inline constexpr size_t kDecodeStatusCount = 11;
+inline constexpr size_t kDecodeStatusCount = 14;
 
 // A short lower-case name ("truncated", "bad_magic", ...) for logs and
 // metrics; "unknown" for values outside the enum.
@@ -129,11 +141,19 @@ const char* DecodeStatusName(DecodeStatus status);
 // kProbePacketSize. Reserved bytes are written as zero. Writes the fields
 // as given: a packet that would not decode (nonzero flags, say) is
 // encoded as such, which is how the tests build malformed packets.
-size_t EncodeProbe(const ProbePacket& packet, uint8_t* out);
+//
+// With `key`: sets kProbeFlagAuthenticated and writes the SipHash-2-4 tag of
+// bytes 0..65 at kProbeOffsetMac (docs/PROBE_PROTOCOL.md).
+size_t EncodeProbe(const ProbePacket& packet, uint8_t* out,
+                   const ProbeKey* key = nullptr);
 
 // Parses data[0..len). On kOk fills *out; otherwise *out is unspecified.
 // Never reads past data + len; any bytes at all are safe input.
-DecodeStatus DecodeProbe(const uint8_t* data, size_t len, ProbePacket* out);
+// With `key`, only packets authenticated under it are accepted
+// (kUnauthenticated, kBadMac); without, authenticated ones are refused
+// (kUnexpectedMac). The MAC check is constant-time.
+DecodeStatus DecodeProbe(const uint8_t* data, size_t len, ProbePacket* out,
+                         const ProbeKey* key = nullptr);
 
 }  // namespace clocksync::daemon
 

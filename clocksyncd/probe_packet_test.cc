@@ -146,12 +146,80 @@ TEST(ProbePacketTest, BadType) {
   }
 }
 
-TEST(ProbePacketTest, NonzeroFlagsIncludingReservedAuthenticatedBit) {
-  for (uint16_t flags :
-       {kProbeFlagAuthenticated, uint16_t{0x0100}, uint16_t{0x8000}}) {
+TEST(ProbePacketTest, NonzeroFlagsBesidesAuthenticated) {
+  for (uint16_t flags : {uint16_t{0x0002}, uint16_t{0x0100}, uint16_t{0x8000},
+                         uint16_t{0x8001}}) {
     ProbePacket p = SampleReply();
     p.flags = flags;
     EXPECT_EQ(Decode(Encode(p)), DecodeStatus::kNonzeroFlags) << flags;
+  }
+  // The authenticated bit without a key on this side.
+  ProbePacket p = SampleReply();
+  p.flags = kProbeFlagAuthenticated;
+  EXPECT_EQ(Decode(Encode(p)), DecodeStatus::kUnexpectedMac);
+}
+
+// --- authentication -----------------------------------------------------
+
+constexpr ProbeKey kKey{0x0706050403020100ULL, 0x0f0e0d0c0b0a0908ULL};
+constexpr ProbeKey kOtherKey{0x0706050403020100ULL, 0x0f0e0d0c0b0a0909ULL};
+
+std::vector<uint8_t> EncodeWith(const ProbePacket& p, const ProbeKey& key) {
+  std::vector<uint8_t> bytes(kProbePacketSize);
+  EXPECT_EQ(EncodeProbe(p, bytes.data(), &key), kProbePacketSize);
+  return bytes;
+}
+
+DecodeStatus DecodeWith(const std::vector<uint8_t>& bytes, const ProbeKey& key,
+                        ProbePacket* out = nullptr) {
+  ProbePacket ignored;
+  return DecodeProbe(bytes.data(), bytes.size(), out ? out : &ignored, &key);
+}
+
+TEST(ProbeAuthTest, AuthenticatedPacketsRoundTripUnderTheirKey) {
+  for (const ProbePacket& p : {SampleRequest(), SampleReply()}) {
+    const std::vector<uint8_t> bytes = EncodeWith(p, kKey);
+    EXPECT_EQ(bytes[kProbeOffsetFlags] & kProbeFlagAuthenticated, 1);
+    // The tag: SipHash-2-4 of bytes 0..65, little-endian at 66..73.
+    uint64_t tag = 0;
+    for (int i = 7; i >= 0; --i) tag = (tag << 8) | bytes[kProbeOffsetMac + i];
+    EXPECT_EQ(tag, SipHash24(kKey, bytes.data(), kProbeOffsetMac));
+    for (size_t i = kProbeOffsetMac + kProbeMacSize; i < kProbePacketSize; ++i) {
+      EXPECT_EQ(bytes[i], 0) << i;
+    }
+    ProbePacket out;
+    ASSERT_EQ(DecodeWith(bytes, kKey, &out), DecodeStatus::kOk);
+    ProbePacket want = p;
+    want.flags = kProbeFlagAuthenticated;
+    EXPECT_EQ(out, want);
+  }
+}
+
+TEST(ProbeAuthTest, WrongKeyMissingOrUnexpectedMacAreRefused) {
+  const std::vector<uint8_t> signed_reply = EncodeWith(SampleReply(), kKey);
+  EXPECT_EQ(DecodeWith(signed_reply, kOtherKey), DecodeStatus::kBadMac);
+  EXPECT_EQ(Decode(signed_reply), DecodeStatus::kUnexpectedMac);
+  EXPECT_EQ(DecodeWith(Encode(SampleReply()), kKey),
+            DecodeStatus::kUnauthenticated);
+}
+
+// Changing any bit of bytes 0..65 or of the tag breaks the MAC (or the
+// structure); bytes after the tag must stay zero.
+TEST(ProbeAuthTest, EveryTamperedByteIsRefused) {
+  const std::vector<uint8_t> valid = EncodeWith(SampleReply(), kKey);
+  for (size_t i = 0; i < kProbePacketSize; ++i) {
+    for (uint8_t bit : {uint8_t{0x01}, uint8_t{0x80}}) {
+      std::vector<uint8_t> bytes = valid;
+      bytes[i] ^= bit;
+      const DecodeStatus status = DecodeWith(bytes, kKey);
+      EXPECT_NE(status, DecodeStatus::kOk) << "byte " << i;
+      if (i >= kProbeOffsetMac + kProbeMacSize) {
+        EXPECT_EQ(status, DecodeStatus::kNonzeroReserved) << i;
+      } else if (i >= 8 && i != kProbeOffsetType && i != kProbeOffsetFlags &&
+                 i != kProbeOffsetFlags + 1) {
+        EXPECT_EQ(status, DecodeStatus::kBadMac) << i;
+      }
+    }
   }
 }
 
@@ -257,6 +325,10 @@ TEST(ProbePacketTest, RandomBytesNeverCrash) {
   for (size_t s = 0; s < kDecodeStatusCount; ++s) {
     if (static_cast<DecodeStatus>(s) == DecodeStatus::kRequestWithReplyFields) {
       continue;  // Needs a type flip plus clean fields: rare by design.
+    }
+    if (static_cast<DecodeStatus>(s) == DecodeStatus::kUnauthenticated ||
+        static_cast<DecodeStatus>(s) == DecodeStatus::kBadMac) {
+      continue;  // Decoded without a key here.
     }
     EXPECT_GT(statuses_seen[s], 0u)
         << DecodeStatusName(static_cast<DecodeStatus>(s));

@@ -537,7 +537,7 @@ void ProbeResponder::HandleBatch(int count, int64_t raw_after_receive_ns) {
     size_t length = rx_msgs_[i].msg_len;
     if ((header.msg_flags & MSG_TRUNC) != 0) length = kRxBufferSize + 1;
     ProbePacket request;
-    const DecodeStatus status = DecodeProbe(rx_[i].data, length, &request);
+    const DecodeStatus status = DecodeProbe(rx_[i].data, length, &request, Key());
     if (status != DecodeStatus::kOk) {
       Bump(counters_.malformed[static_cast<size_t>(status)]);
     } else if (request.type != ProbeType::kRequest) {
@@ -566,7 +566,7 @@ void ProbeResponder::HandleBatch(int count, int64_t raw_after_receive_ns) {
         tx.packet.parent_depth = now.depth;
         tx.packet.parent_bound_ns = now.bound_ns;
         tx.packet.upstream_id = now.upstream_id;
-        EncodeProbe(tx.packet, tx.data);
+        EncodeProbe(tx.packet, tx.data, Key());
         if (options_.observer != nullptr) {
           options_.observer->OnReply(raw_send_ns - tx.raw_receive_ns);
         }
@@ -591,7 +591,7 @@ void ProbeResponder::HandleBatch(int count, int64_t raw_after_receive_ns) {
     tx.packet.parent_depth = now.depth;
     tx.packet.parent_bound_ns = now.bound_ns;
     tx.packet.upstream_id = now.upstream_id;
-    EncodeProbe(tx.packet, tx.data);
+    EncodeProbe(tx.packet, tx.data, Key());
   }
   SendPrepared(ready);
   if (options_.observer != nullptr) {
@@ -775,7 +775,7 @@ absl::Status ProbeRequester::SendProbe() {
 
   const int64_t raw_t1_ns = RawNowNs();
   request.t1_ns = clock_->LocalAt(raw_t1_ns);
-  EncodeProbe(request, data);
+  EncodeProbe(request, data, Key());
   if (delay_queue_ != nullptr) {
     const int64_t due_ns = raw_t1_ns + delay_sampler_.NextNs();
     if (!delay_queue_->Push(due_ns, data, nullptr, 0)) {
@@ -870,7 +870,7 @@ int ProbeRequester::HandleBatch(int count, int64_t raw_after_receive_ns,
     size_t length = rx_msgs_[i].msg_len;
     if ((header.msg_flags & MSG_TRUNC) != 0) length = kRxBufferSize + 1;
     ProbePacket reply;
-    const DecodeStatus status = DecodeProbe(rx_[i].data, length, &reply);
+    const DecodeStatus status = DecodeProbe(rx_[i].data, length, &reply, Key());
     // Restore what the kernel overwrote, for the next recvmmsg.
     const msghdr received = header;
     header.msg_controllen = kControlSize;

@@ -62,6 +62,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -208,6 +209,9 @@ class ProbeResponder {
     int receive_buffer_bytes = 0;
     // Optional; not owned; must outlive the responder.
     ReplyObserver* observer = nullptr;
+    // The tree's shared key: answers only authenticated requests and
+    // authenticates its replies. None: unauthenticated probes only.
+    std::optional<ProbeKey> key;
   };
 
   // Binds the socket and enables SO_TIMESTAMPNS. Errors name the address.
@@ -241,6 +245,10 @@ class ProbeResponder {
   void SendDue(int64_t raw_now_ns);
 
   const Options options_;
+  // The key to sign and check with, or nullptr.
+  const ProbeKey* Key() const {
+    return options_.key.has_value() ? &*options_.key : nullptr;
+  }
   const int fd_;
   const std::string address_;
   const uint16_t port_;
@@ -337,6 +345,9 @@ class ProbeRequester {
     // Requests wait min + Exp(mean) after t1 before they are sent.
     DelayInjection delay;
     size_t delay_queue_capacity = 256;
+    // The tree's shared key: requests are authenticated and only
+    // authenticated replies are accepted. None: unauthenticated probes.
+    std::optional<ProbeKey> key;
   };
 
   // Resolves the address and connects a UDP socket to it (so that only the
@@ -387,6 +398,10 @@ class ProbeRequester {
   int HandleBatch(int count, int64_t raw_after_receive_ns, Callback on_reply);
 
   const Options options_;
+  // The key to sign and check with, or nullptr.
+  const ProbeKey* Key() const {
+    return options_.key.has_value() ? &*options_.key : nullptr;
+  }
   const int fd_;
   IdentityClock identity_clock_;
   LocalClock* const clock_;

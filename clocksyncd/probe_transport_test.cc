@@ -97,9 +97,10 @@ class ServingResponder {
 };
 
 // Polls until `want` replies arrived or 5 s passed.
-std::vector<ProbeResult> PollFor(ProbeRequester& requester, size_t want) {
+std::vector<ProbeResult> PollFor(ProbeRequester& requester, size_t want,
+                                 absl::Duration timeout = absl::Seconds(5)) {
   std::vector<ProbeResult> results;
-  const int64_t deadline = RawNowNs() + 5'000'000'000;
+  const int64_t deadline = RawNowNs() + absl::ToInt64Nanoseconds(timeout);
   while (results.size() < want && RawNowNs() < deadline) {
     absl::StatusOr<int> n = requester.Poll(
         50, [&](const ProbeResult& r) { results.push_back(r); });
@@ -287,6 +288,65 @@ TEST(ProbeTransportTest, LocalClockStampsT1AndT4) {
   EXPECT_LE(s.t3_ns - kHourNs, s.t4_ns - kLocalOffsetNs);
 }
 
+// --- authentication ---------------------------------------------------------
+
+TEST(ProbeTransportTest, SharedKeyAuthenticatesBothWays) {
+  const ProbeKey key{0x1111111111111111ULL, 0x2222222222222222ULL};
+  ProbeResponder::Options responder_options;
+  responder_options.key = key;
+  ServingResponder serving(responder_options);
+  ASSERT_TRUE(serving.status().ok()) << serving.status();
+
+  // The same key: answered, and the reply is authenticated.
+  ProbeRequester::Options options;
+  options.parent_address = serving.address();
+  options.key = key;
+  std::unique_ptr<ProbeRequester> keyed = MakeRequester(options);
+  ASSERT_NE(keyed, nullptr);
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(keyed->SendProbe().ok());
+    ASSERT_EQ(PollFor(*keyed, 1).size(), 1u) << i;
+  }
+  EXPECT_EQ(keyed->counters().malformed_total(), 0u);
+
+  // No key, or another key: the responder drops the request and counts
+  // why; nothing comes back.
+  options.key.reset();
+  std::unique_ptr<ProbeRequester> keyless = MakeRequester(options);
+  options.key = ProbeKey{0x1111111111111111ULL, 0x2222222222222223ULL};
+  std::unique_ptr<ProbeRequester> wrong = MakeRequester(options);
+  ASSERT_NE(keyless, nullptr);
+  ASSERT_NE(wrong, nullptr);
+  ASSERT_TRUE(keyless->SendProbe().ok());
+  ASSERT_TRUE(wrong->SendProbe().ok());
+  const ResponderCounters& c = serving.responder().counters();
+  ASSERT_TRUE(WaitFor(c.received, 7));
+  EXPECT_EQ(c.malformed[static_cast<size_t>(DecodeStatus::kUnauthenticated)]
+                .load(),
+            1u);
+  EXPECT_EQ(c.malformed[static_cast<size_t>(DecodeStatus::kBadMac)].load(), 1u);
+  EXPECT_EQ(c.answered.load(), 5u);
+  EXPECT_TRUE(PollFor(*keyless, 1, absl::Milliseconds(200)).empty());
+  EXPECT_TRUE(PollFor(*wrong, 1, absl::Milliseconds(200)).empty());
+}
+
+TEST(ProbeTransportTest, KeyedRequesterRefusesUnauthenticatedReplies) {
+  ServingResponder serving({});  // no key
+  ASSERT_TRUE(serving.status().ok()) << serving.status();
+  ProbeRequester::Options options;
+  options.parent_address = serving.address();
+  options.key = ProbeKey{1, 2};
+  std::unique_ptr<ProbeRequester> requester = MakeRequester(options);
+  ASSERT_NE(requester, nullptr);
+  ASSERT_TRUE(requester->SendProbe().ok());
+  // The keyless responder refuses the authenticated request itself.
+  const ResponderCounters& c = serving.responder().counters();
+  ASSERT_TRUE(WaitFor(c.received, 1));
+  EXPECT_EQ(
+      c.malformed[static_cast<size_t>(DecodeStatus::kUnexpectedMac)].load(), 1u);
+  EXPECT_TRUE(PollFor(*requester, 1, absl::Milliseconds(200)).empty());
+}
+
 // --- malformed and unexpected traffic -------------------------------------
 
 TEST(ProbeTransportTest, ResponderCountsAndIgnoresGarbage) {
@@ -316,7 +376,7 @@ TEST(ProbeTransportTest, ResponderCountsAndIgnoresGarbage) {
   client.SendTo(port, mutated(0, 'X'));                       // bad magic
   client.SendTo(port, mutated(kProbeOffsetVersion, 2));       // version
   client.SendTo(port, mutated(kProbeOffsetType, 9));          // type
-  client.SendTo(port, mutated(kProbeOffsetFlags, 1));         // flags
+  client.SendTo(port, mutated(kProbeOffsetFlags, 2));         // flags
   client.SendTo(port, mutated(kProbePacketSize - 1, 1));      // reserved
   client.SendTo(port, Encoded(with_t2));                      // reply fields
   client.SendTo(port, Encoded(ReplyTo(Request(99))));         // a reply

@@ -7,11 +7,13 @@
 # instant), bound, drift and samples.
 #
 #   deploy/local_cluster.sh [--nodes=13] [--max_children=3] [--duration=S]
-#                           [--json] [--static] [--keep]
+#                           [--json] [--static] [--auth] [--keep]
 #                           [--inject_delay=min=20us,mean=10us]
 #
 # --nodes counts every daemon, the master included (2..50). --static pins a
-# binary tree with --parent instead (no membership). Without
+# binary tree with --parent instead (no membership). --auth makes a random
+# probe key (<work dir>/probe.key) and gives it to every daemon
+# (--probe_key_file): every probe is authenticated. Without
 # --duration it runs until Ctrl-C; with it, it ends with a summary counted
 # after the first 10 s (--json: {"nodes":[{"id","depth","rms_error_ns",
 # "max_abs_error_ns","bound_violations","checks"}]}). Every process it
@@ -24,13 +26,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-nodes=13 max_children=3 static=0 duration=0 json=0 delay="" keep=0
+nodes=13 max_children=3 static=0 duration=0 json=0 delay="" keep=0 auth=0
 interval="100ms" base_port=31900 build=1 bin="" work="" detach=0
 for arg in "$@"; do
   case "$arg" in
     --nodes=*) nodes="${arg#*=}" ;;
     --max_children=*) max_children="${arg#*=}" ;;
     --static) static=1 ;;
+    --auth) auth=1 ;;
     --duration=*) duration="${arg#*=}" ;;
     --json) json=1 ;;
     --inject_delay=*) delay="${arg#*=}" ;;
@@ -41,7 +44,7 @@ for arg in "$@"; do
     --bin_dir=*) bin="${arg#*=}" ;;
     --work_dir=*) work="${arg#*=}" ;;
     --detach) detach=1 ;;
-    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "local_cluster.sh: unknown argument '$arg' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -77,11 +80,16 @@ fi
 
 delay_flags=()
 [[ -n "$delay" ]] && delay_flags=(--inject_delay="$delay")
+auth_flags=()
+if [[ $auth == 1 ]]; then
+  (umask 077 && od -An -tx1 -N16 /dev/urandom | tr -d ' \n' >"$work/probe.key")
+  auth_flags=(--probe_key_file="$work/probe.key")
+fi
 # Probes on base_port + i, gRPC status (clocksyncctl) on base_port + 100 + i.
 "$bin/clocksyncd" --master --node_id=master --listen="127.0.0.1:$base_port" \
   --grpc_listen="127.0.0.1:$((base_port + 100))" --max_children="$max_children" \
   --shm_path="$work/master.shm" --status_file="$work/master.status" \
-  --probe_interval="$interval" >"$work/master.log" 2>&1 &
+  --probe_interval="$interval" "${auth_flags[@]}" >"$work/master.log" 2>&1 &
 pids+=($!)
 echo "master $!" >"$work/pids"
 specs=()
@@ -106,7 +114,7 @@ for ((i = 1; i < nodes; i++)); do
     --status_file="$work/n$i.status" --probe_interval="$interval" \
     --enable_test_features \
     --clock_model="offset=${offset_ms}ms,frequency_ppm=$freq_ppm,wander=1,seed=$i" \
-    "${delay_flags[@]}" >"$work/n$i.log" 2>&1 &
+    "${delay_flags[@]}" "${auth_flags[@]}" >"$work/n$i.log" 2>&1 &
   pids+=($!)
   echo "n$i $!" >>"$work/pids"
   specs+=("n$i:$depth:$work/n$i.shm:$work/n$i.status")

@@ -1,0 +1,50 @@
+// clocksyncd/probe_auth.h: the shared key that authenticates probe packets
+// (docs/PROBE_PROTOCOL.md, "Authentication"), and SipHash-2-4, the MAC.
+//
+// Every node of a tree (and every tracer that runs sync sessions against
+// its master) loads the same 128-bit key; each packet then carries the
+// SipHash-2-4 tag of its first 66 bytes. SipHash is a keyed PRF made for
+// short inputs (Aumasson and Bernstein, 2012): a 64-bit tag, ~30 ns for a
+// probe here, no allocation.
+//
+// Example:
+//   absl::StatusOr<ProbeKey> key = ReadProbeKeyFile("/etc/clocksync/probe.key");
+//   if (!key.ok()) return key.status();   // names the file and the problem
+//
+// Thread safety: pure functions.
+#ifndef CLOCKSYNC_CLOCKSYNCD_PROBE_AUTH_H_
+#define CLOCKSYNC_CLOCKSYNCD_PROBE_AUTH_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace clocksync::daemon {
+
+// A 128-bit SipHash key: k0 from key bytes 0..7, k1 from bytes 8..15, both
+// little-endian (as the reference implementation reads them).
+struct ProbeKey {
+  uint64_t k0 = 0;
+  uint64_t k1 = 0;
+  friend bool operator==(const ProbeKey&, const ProbeKey&) = default;
+};
+
+// SipHash-2-4 of `data` under `key`.
+uint64_t SipHash24(const ProbeKey& key, const uint8_t* data, size_t length);
+
+// A key from exactly 32 hexadecimal digits (the 16 key bytes in order);
+// surrounding whitespace is ignored. InvalidArgument says what is wrong.
+absl::StatusOr<ProbeKey> ParseProbeKey(absl::string_view hex);
+
+// Reads a key file: 32 hexadecimal digits, e.g. made by
+//   od -An -tx1 -N16 /dev/urandom | tr -d ' \n' > probe.key; chmod 600 probe.key
+// Refused when others may read it (mode o+r): a key everyone can read
+// authenticates nothing. Errors name the file.
+absl::StatusOr<ProbeKey> ReadProbeKeyFile(const std::string& path);
+
+}  // namespace clocksync::daemon
+
+#endif  // CLOCKSYNC_CLOCKSYNCD_PROBE_AUTH_H_
