@@ -4,8 +4,8 @@
 // Every node of a tree (and every tracer that runs sync sessions against
 // its master) loads the same 128-bit key; each packet then carries the
 // SipHash-2-4 tag of its first 66 bytes. SipHash is a keyed PRF made for
-// short inputs (Aumasson and Bernstein, 2012): a 64-bit tag, ~30 ns for a
-// probe here, no allocation.
+// short inputs (Aumasson and Bernstein, 2012): a 64-bit tag, ~34 ns for a
+// probe here (//clocksyncd:probe_auth_benchmark), no allocation.
 //
 // Example:
 //   absl::StatusOr<ProbeKey> key = ReadProbeKeyFile("/etc/clocksync/probe.key");
