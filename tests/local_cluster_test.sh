@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Integration test: the 7-node local cluster (a master and a binary tree of
-# depth 2) on loopback, every node on its own modeled clock.
+# depth 2) on loopback, every node on its own modeled clock, every probe
+# authenticated with a shared key (--auth: the daemons' --probe_key_file).
 #  1. 60 s: after the first 10 s every depth-1 node within 20 us of the
 #     master and every depth-2 node within 50 us at every check; no bound
 #     violation; every node synchronized.
@@ -20,7 +21,7 @@ stop_all() {
 trap stop_all EXIT
 
 "$root/deploy/local_cluster.sh" --no_build --bin_dir="$bin" --work_dir="$work" \
-  --detach --base_port="$port" --static --nodes=7
+  --detach --base_port="$port" --static --nodes=7 --auth
 mapfile -t flags <"$work/monitor_flags"
 
 echo "== phase 1: 60 s, all nodes"
@@ -42,6 +43,15 @@ if bad:
     sys.exit("phase 1 failed:\n  " + "\n  ".join(bad))
 print("phase 1 ok")
 PY
+# Every daemon authenticated its probes, and none was dropped.
+for log in "$work"/master.log "$work"/n?.log; do
+  grep -q "probes authenticated with the key" "$log" ||
+    { echo "phase 1 failed: $log: probes not authenticated"; exit 1; }
+  if grep -q "dropped malformed probes" "$log"; then
+    echo "phase 1 failed: $log: $(grep "dropped malformed probes" "$log")"; exit 1
+  fi
+done
+echo "authentication ok"
 
 echo "== phase 2: kill n1 (depth 1); n3 and n4 hold over"
 n1_pid=$(awk '$1 == "n1" {print $2}' "$work/pids")
