@@ -363,7 +363,7 @@ class SyncRunner {
  public:
   SyncRunner(const TracerOptions& options,
              const std::optional<ModelSpec>& model,
-             const std::optional<daemon::ProbeKey>& key)
+             const std::optional<daemon::ProbeKeys>& key)
       : options_(options), clock_(model), key_(key) {}
 
   // Runs one session into *session. Unavailable (naming the master) when no
@@ -446,7 +446,7 @@ class SyncRunner {
 
   const TracerOptions options_;
   ProbeClock clock_;
-  const std::optional<daemon::ProbeKey> key_;
+  const std::optional<daemon::ProbeKeys> key_;
   std::unique_ptr<daemon::ProbeRequester> requester_;
 };
 
@@ -630,7 +630,7 @@ class Impl {
 
   uint64_t generation() const { return generation_; }
   // The master's probe key, for sync sessions (before the first one).
-  void SetProbeKey(const std::optional<daemon::ProbeKey>& key) {
+  void SetProbeKey(const std::optional<daemon::ProbeKeys>& key) {
     probe_key_ = key;
   }
   const TracerOptions& options() const { return options_; }
@@ -1274,7 +1274,7 @@ class Impl {
   std::mutex cold_clock_mutex_;
   LocalClockFn cold_clock_;  // the local clock for threads without a state
 
-  std::optional<daemon::ProbeKey> probe_key_;  // set before the first session
+  std::optional<daemon::ProbeKeys> probe_key_;  // set before the first session
   std::mutex sync_mutex_;  // the members down to sessions_run_
   std::optional<SyncRunner> sync_runner_;
   bool master_reachable_ = true;
@@ -1720,9 +1720,9 @@ absl::Status Tracer::Init(const TracerOptions& given) {
   }
   if (options.name.empty()) options.name = program_invocation_short_name;
   if (absl::Status s = ValidateOptions(options); !s.ok()) return s;
-  std::optional<daemon::ProbeKey> probe_key;
+  std::optional<daemon::ProbeKeys> probe_key;
   if (!options.probe_key_file.empty()) {
-    absl::StatusOr<daemon::ProbeKey> key =
+    absl::StatusOr<daemon::ProbeKeys> key =
         daemon::ReadProbeKeyFile(options.probe_key_file);
     if (!key.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(

@@ -197,7 +197,7 @@ std::string ValidateDaemonConfig(const DaemonConfig& c) {
     if (!error.empty()) return "clock_model: " + error;
   }
   if (!c.probe_key_file.empty()) {
-    const absl::StatusOr<daemon::ProbeKey> key =
+    const absl::StatusOr<daemon::ProbeKeys> key =
         daemon::ReadProbeKeyFile(c.probe_key_file);
     if (!key.ok()) return "probe_key_file: " + std::string(key.status().message());
   }
@@ -283,12 +283,16 @@ absl::Status Daemon::Start() {
       std::make_unique<PublishedTime>(std::move(*self), &depth_for_children_);
 
   if (!config_.probe_key_file.empty()) {
-    absl::StatusOr<daemon::ProbeKey> key =
+    absl::StatusOr<daemon::ProbeKeys> key =
         daemon::ReadProbeKeyFile(config_.probe_key_file);
     if (!key.ok()) return key.status();
     probe_key_ = *key;
-    spdlog::info("{}: probes authenticated with the key in {}",
-                 config_.node_id, config_.probe_key_file);
+    spdlog::info("{}: probes authenticated with the key in {}{}",
+                 config_.node_id, config_.probe_key_file,
+                 key->other.has_value()
+                     ? " (a second key there is accepted too: a change of "
+                       "keys is under way)"
+                     : "");
   }
   daemon::ProbeResponder::Options responder_options;
   responder_options.listen_address = config_.listen;

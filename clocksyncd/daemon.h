@@ -147,7 +147,7 @@ class Daemon {
   uint64_t target_generation_ = 0;
   std::unique_ptr<MembershipAgent> agent_;
   daemon::DelayInjection delay_;
-  std::optional<daemon::ProbeKey> probe_key_;
+  std::optional<daemon::ProbeKeys> probe_key_;
   // Dropped packets (per DecodeStatus) already reported in the log.
   std::array<uint64_t, daemon::kDecodeStatusCount> logged_drops_from_children_{};
   std::array<uint64_t, daemon::kDecodeStatusCount> logged_drops_from_parent_{};

@@ -85,8 +85,10 @@ ABSL_FLAG(std::string, probe_key_file, "",
           "File with the tree's shared probe key (32 hex digits, not "
           "readable by others): every probe is then authenticated "
           "(SipHash-2-4) and unauthenticated ones are dropped. All nodes of "
-          "a tree, and tracers' sync sessions, need the same key. Empty: "
-          "probes are not authenticated.");
+          "a tree, and tracers' sync sessions, need the same key. A second "
+          "key on the next line is accepted too (the first signs): for "
+          "changing keys node by node. Empty: probes are not "
+          "authenticated.");
 ABSL_FLAG(std::string, inject_delay, "",
           "TEST ONLY: delay outgoing probes and replies, e.g. "
           "min=50us,mean=20us,seed=3.");

@@ -71,7 +71,7 @@ struct MembershipAgentOptions {
   // Sent as sender id in RTT probes.
   uint64_t probe_sender_id = 0;
   // The tree's probe key, for RTT probes (none: unauthenticated).
-  std::optional<daemon::ProbeKey> probe_key;
+  std::optional<daemon::ProbeKeys> probe_key;
 };
 
 // Empty when valid, else "field: reason".

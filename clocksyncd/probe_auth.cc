@@ -6,7 +6,8 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <sstream>
+#include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
@@ -98,7 +99,7 @@ absl::StatusOr<ProbeKey> ParseProbeKey(absl::string_view hex) {
   return ProbeKey{LoadLittle64(bytes), LoadLittle64(bytes + 8)};
 }
 
-absl::StatusOr<ProbeKey> ReadProbeKeyFile(const std::string& path) {
+absl::StatusOr<ProbeKeys> ReadProbeKeyFile(const std::string& path) {
   struct stat st;
   if (stat(path.c_str(), &st) != 0) {
     const int error = errno;
@@ -119,14 +120,29 @@ absl::StatusOr<ProbeKey> ReadProbeKeyFile(const std::string& path) {
     return absl::PermissionDeniedError(
         absl::StrCat("probe key file ", path, ": cannot be read"));
   }
-  std::stringstream text;
-  text << in.rdbuf();
-  absl::StatusOr<ProbeKey> key = ParseProbeKey(text.str());
-  if (!key.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("probe key file ", path, ": ", key.status().message()));
+  std::vector<ProbeKey> keys;
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    const absl::string_view text = absl::StripAsciiWhitespace(line);
+    if (text.empty() || text[0] == '#') continue;
+    absl::StatusOr<ProbeKey> key = ParseProbeKey(text);
+    if (!key.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "probe key file ", path, ":", number, ": ", key.status().message()));
+    }
+    if (keys.size() == 2) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "probe key file ", path, ":", number,
+          ": a third key (at most two: the signing key, then one more "
+          "accepted during a change of keys)"));
+    }
+    keys.push_back(*key);
   }
-  return key;
+  if (keys.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("probe key file ", path, ": no key in it"));
+  }
+  return keys.size() == 1 ? ProbeKeys(keys[0]) : ProbeKeys(keys[0], keys[1]);
 }
 
 }  // namespace clocksync::daemon

@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -32,6 +33,20 @@ struct ProbeKey {
   friend bool operator==(const ProbeKey&, const ProbeKey&) = default;
 };
 
+// The keys a node holds: it signs with `signing` and accepts packets signed
+// with it or with `other`, a key being rotated in or out (see
+// docs/PROBE_PROTOCOL.md, "Changing the key").
+struct ProbeKeys {
+  ProbeKeys() = default;
+  // One key, nothing else accepted.
+  ProbeKeys(const ProbeKey& key) : signing(key) {}  // NOLINT: implicit
+  ProbeKeys(const ProbeKey& signing_key, const ProbeKey& other_key)
+      : signing(signing_key), other(other_key) {}
+  ProbeKey signing;
+  std::optional<ProbeKey> other;
+  friend bool operator==(const ProbeKeys&, const ProbeKeys&) = default;
+};
+
 // SipHash-2-4 of `data` under `key`.
 uint64_t SipHash24(const ProbeKey& key, const uint8_t* data, size_t length);
 
@@ -39,11 +54,13 @@ uint64_t SipHash24(const ProbeKey& key, const uint8_t* data, size_t length);
 // surrounding whitespace is ignored. InvalidArgument says what is wrong.
 absl::StatusOr<ProbeKey> ParseProbeKey(absl::string_view hex);
 
-// Reads a key file: 32 hexadecimal digits, e.g. made by
+// Reads a key file: one key (32 hexadecimal digits) per line, one or two
+// keys; blank lines and lines starting with '#' are skipped. The first key
+// signs; both are accepted. Make one with
 //   od -An -tx1 -N16 /dev/urandom | tr -d ' \n' > probe.key; chmod 600 probe.key
 // Refused when others may read it (mode o+r): a key everyone can read
-// authenticates nothing. Errors name the file.
-absl::StatusOr<ProbeKey> ReadProbeKeyFile(const std::string& path);
+// authenticates nothing. Errors name the file and the line.
+absl::StatusOr<ProbeKeys> ReadProbeKeyFile(const std::string& path);
 
 }  // namespace clocksync::daemon
 

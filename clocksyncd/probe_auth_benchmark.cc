@@ -19,7 +19,7 @@
 namespace clocksync::daemon {
 namespace {
 
-constexpr ProbeKey kKey{0x0123456789abcdefULL, 0xfedcba9876543210ULL};
+const ProbeKeys kKey(ProbeKey{0x0123456789abcdefULL, 0xfedcba9876543210ULL});
 
 ProbePacket Reply(uint64_t nonce) {
   ProbePacket p;
@@ -37,7 +37,7 @@ ProbePacket Reply(uint64_t nonce) {
 
 // One packet encoded and decoded per iteration (as a reply is encoded by
 // the parent and decoded by the child).
-void RoundTrip(benchmark::State& state, const ProbeKey* key) {
+void RoundTrip(benchmark::State& state, const ProbeKeys* key) {
   uint8_t buffer[kProbePacketSize];
   ProbePacket out;
   uint64_t nonce = 1;

@@ -59,9 +59,30 @@ std::string WriteKeyFile(const std::string& name, const std::string& text,
 TEST(ProbeKeyTest, KeyFilesAreCheckedAndErrorsNameThem) {
   const std::string good =
       WriteKeyFile("good.key", "000102030405060708090a0b0c0d0e0f\n", 0600);
-  absl::StatusOr<ProbeKey> key = ReadProbeKeyFile(good);
+  absl::StatusOr<ProbeKeys> key = ReadProbeKeyFile(good);
   ASSERT_TRUE(key.ok()) << key.status();
-  EXPECT_EQ(*key, kReferenceKey);
+  EXPECT_EQ(key->signing, kReferenceKey);
+  EXPECT_FALSE(key->other.has_value());
+
+  const std::string two = WriteKeyFile(
+      "two.key",
+      "# new key first, then the old one\n\n"
+      "ffeeddccbbaa99887766554433221100\n000102030405060708090a0b0c0d0e0f\n",
+      0600);
+  absl::StatusOr<ProbeKeys> keys = ReadProbeKeyFile(two);
+  ASSERT_TRUE(keys.ok()) << keys.status();
+  EXPECT_EQ(keys->signing, (ProbeKey{0x8899aabbccddeeffULL, 0x0011223344556677ULL}));
+  EXPECT_EQ(keys->other, kReferenceKey);
+  const std::string three = WriteKeyFile(
+      "three.key",
+      "000102030405060708090a0b0c0d0e0f\n000102030405060708090a0b0c0d0e0f\n"
+      "000102030405060708090a0b0c0d0e0f\n",
+      0600);
+  EXPECT_THAT(std::string(ReadProbeKeyFile(three).status().message()),
+              HasSubstr(three + ":3: a third key"));
+  const std::string empty = WriteKeyFile("empty.key", "# nothing\n", 0600);
+  EXPECT_THAT(std::string(ReadProbeKeyFile(empty).status().message()),
+              HasSubstr("no key"));
 
   const std::string open =
       WriteKeyFile("open.key", "000102030405060708090a0b0c0d0e0f\n", 0644);
@@ -69,7 +90,7 @@ TEST(ProbeKeyTest, KeyFilesAreCheckedAndErrorsNameThem) {
               HasSubstr(open + ": readable by everyone"));
   const std::string short_key = WriteKeyFile("short.key", "abcd\n", 0600);
   EXPECT_THAT(std::string(ReadProbeKeyFile(short_key).status().message()),
-              HasSubstr(short_key + ": a probe key is 32"));
+              HasSubstr(short_key + ":1: a probe key is 32"));
   EXPECT_THAT(std::string(ReadProbeKeyFile("/nonexistent/k").status().message()),
               HasSubstr("/nonexistent/k"));
 }

@@ -85,13 +85,13 @@ const char* DecodeStatusName(DecodeStatus status) {
 }
 
 size_t EncodeProbe(const ProbePacket& packet, uint8_t* out,
-                   const ProbeKey* key) {
+                   const ProbeKeys* keys) {
   std::memcpy(out + kProbeOffsetMagic, kProbeMagic, sizeof(kProbeMagic));
   out[kProbeOffsetVersion] = kProbeVersion;
   out[kProbeOffsetType] = static_cast<uint8_t>(packet.type);
   Store16(out + kProbeOffsetFlags,
-          key != nullptr ? packet.flags | kProbeFlagAuthenticated
-                         : packet.flags);
+          keys != nullptr ? packet.flags | kProbeFlagAuthenticated
+                          : packet.flags);
   Store64(out + kProbeOffsetNonce, packet.nonce);
   Store64(out + kProbeOffsetSenderId, packet.sender_id);
   Store64(out + kProbeOffsetT1, static_cast<uint64_t>(packet.t1_ns));
@@ -104,14 +104,15 @@ size_t EncodeProbe(const ProbePacket& packet, uint8_t* out,
   out[kProbeOffsetParentDepth] = packet.parent_depth;
   std::memset(out + kProbeOffsetReserved, 0,
               kProbePacketSize - kProbeOffsetReserved);
-  if (key != nullptr) {
-    Store64(out + kProbeOffsetMac, SipHash24(*key, out, kProbeOffsetMac));
+  if (keys != nullptr) {
+    Store64(out + kProbeOffsetMac,
+            SipHash24(keys->signing, out, kProbeOffsetMac));
   }
   return kProbePacketSize;
 }
 
 DecodeStatus DecodeProbe(const uint8_t* data, size_t len, ProbePacket* out,
-                         const ProbeKey* key) {
+                         const ProbeKeys* keys) {
   // Magic and version first (8 bytes), so that another version's packet is
   // reported as such whatever its size.
   if (len < 8) return DecodeStatus::kTruncated;
@@ -135,13 +136,19 @@ DecodeStatus DecodeProbe(const uint8_t* data, size_t len, ProbePacket* out,
     return DecodeStatus::kNonzeroFlags;
   }
   const bool authenticated = (flags & kProbeFlagAuthenticated) != 0;
-  if (key != nullptr && !authenticated) return DecodeStatus::kUnauthenticated;
-  if (key == nullptr && authenticated) return DecodeStatus::kUnexpectedMac;
+  if (keys != nullptr && !authenticated) return DecodeStatus::kUnauthenticated;
+  if (keys == nullptr && authenticated) return DecodeStatus::kUnexpectedMac;
   if (authenticated) {
-    // Constant-time: no early exit on the first differing bit.
-    const uint64_t difference = Load64(data + kProbeOffsetMac) ^
-                                SipHash24(*key, data, kProbeOffsetMac);
-    if (difference != 0) return DecodeStatus::kBadMac;
+    // Both tags are computed and compared without an early exit, so the
+    // time taken says nothing about the tag.
+    const uint64_t tag = Load64(data + kProbeOffsetMac);
+    const uint64_t signing =
+        tag ^ SipHash24(keys->signing, data, kProbeOffsetMac);
+    const uint64_t other =
+        keys->other.has_value()
+            ? tag ^ SipHash24(*keys->other, data, kProbeOffsetMac)
+            : ~uint64_t{0};
+    if (signing != 0 && other != 0) return DecodeStatus::kBadMac;
     // Bytes 74..95 (22 bytes) as 64-bit words 74..81, 82..89, 88..95.
     const uint64_t reserved_or =
         Load64(data + 74) | Load64(data + 82) | Load64(data + 88);

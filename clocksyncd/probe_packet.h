@@ -142,18 +142,19 @@ const char* DecodeStatusName(DecodeStatus status);
 // as given: a packet that would not decode (nonzero flags, say) is
 // encoded as such, which is how the tests build malformed packets.
 //
-// With `key`: sets kProbeFlagAuthenticated and writes the SipHash-2-4 tag of
-// bytes 0..65 at kProbeOffsetMac (docs/PROBE_PROTOCOL.md).
+// With `keys`: sets kProbeFlagAuthenticated and writes the SipHash-2-4 tag of
+// bytes 0..65 under keys->signing at kProbeOffsetMac
+// (docs/PROBE_PROTOCOL.md).
 size_t EncodeProbe(const ProbePacket& packet, uint8_t* out,
-                   const ProbeKey* key = nullptr);
+                   const ProbeKeys* keys = nullptr);
 
 // Parses data[0..len). On kOk fills *out; otherwise *out is unspecified.
 // Never reads past data + len; any bytes at all are safe input.
-// With `key`, only packets authenticated under it are accepted
+// With `keys`, only packets authenticated under one of them are accepted
 // (kUnauthenticated, kBadMac); without, authenticated ones are refused
-// (kUnexpectedMac). The MAC check is constant-time.
+// (kUnexpectedMac). The MAC checks take the same time whatever the tag.
 DecodeStatus DecodeProbe(const uint8_t* data, size_t len, ProbePacket* out,
-                         const ProbeKey* key = nullptr);
+                         const ProbeKeys* keys = nullptr);
 
 }  // namespace clocksync::daemon
 

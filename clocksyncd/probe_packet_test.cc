@@ -164,16 +164,16 @@ TEST(ProbePacketTest, NonzeroFlagsBesidesAuthenticated) {
 constexpr ProbeKey kKey{0x0706050403020100ULL, 0x0f0e0d0c0b0a0908ULL};
 constexpr ProbeKey kOtherKey{0x0706050403020100ULL, 0x0f0e0d0c0b0a0909ULL};
 
-std::vector<uint8_t> EncodeWith(const ProbePacket& p, const ProbeKey& key) {
+std::vector<uint8_t> EncodeWith(const ProbePacket& p, const ProbeKeys& keys) {
   std::vector<uint8_t> bytes(kProbePacketSize);
-  EXPECT_EQ(EncodeProbe(p, bytes.data(), &key), kProbePacketSize);
+  EXPECT_EQ(EncodeProbe(p, bytes.data(), &keys), kProbePacketSize);
   return bytes;
 }
 
-DecodeStatus DecodeWith(const std::vector<uint8_t>& bytes, const ProbeKey& key,
-                        ProbePacket* out = nullptr) {
+DecodeStatus DecodeWith(const std::vector<uint8_t>& bytes,
+                        const ProbeKeys& keys, ProbePacket* out = nullptr) {
   ProbePacket ignored;
-  return DecodeProbe(bytes.data(), bytes.size(), out ? out : &ignored, &key);
+  return DecodeProbe(bytes.data(), bytes.size(), out ? out : &ignored, &keys);
 }
 
 TEST(ProbeAuthTest, AuthenticatedPacketsRoundTripUnderTheirKey) {
@@ -201,6 +201,23 @@ TEST(ProbeAuthTest, WrongKeyMissingOrUnexpectedMacAreRefused) {
   EXPECT_EQ(Decode(signed_reply), DecodeStatus::kUnexpectedMac);
   EXPECT_EQ(DecodeWith(Encode(SampleReply()), kKey),
             DecodeStatus::kUnauthenticated);
+}
+
+// A change of keys: a node holding (new, old) signs with new and accepts
+// both, so nodes holding only old or only new still talk to it.
+TEST(ProbeAuthTest, TwoKeysSignWithTheFirstAndAcceptBoth) {
+  const ProbeKeys rotating(kOtherKey, kKey);
+  const std::vector<uint8_t> from_old = EncodeWith(SampleReply(), kKey);
+  const std::vector<uint8_t> from_new = EncodeWith(SampleReply(), kOtherKey);
+  EXPECT_EQ(DecodeWith(from_old, rotating), DecodeStatus::kOk);
+  EXPECT_EQ(DecodeWith(from_new, rotating), DecodeStatus::kOk);
+  const std::vector<uint8_t> from_rotating = EncodeWith(SampleReply(), rotating);
+  EXPECT_EQ(from_rotating, from_new);
+  EXPECT_EQ(DecodeWith(from_rotating, kKey), DecodeStatus::kBadMac);
+  EXPECT_EQ(DecodeWith(from_rotating, kOtherKey), DecodeStatus::kOk);
+  const ProbeKey third{5, 6};
+  EXPECT_EQ(DecodeWith(EncodeWith(SampleReply(), third), rotating),
+            DecodeStatus::kBadMac);
 }
 
 // Changing any bit of bytes 0..65 or of the tag breaks the MAC (or the

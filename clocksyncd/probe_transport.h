@@ -211,7 +211,7 @@ class ProbeResponder {
     ReplyObserver* observer = nullptr;
     // The tree's shared key: answers only authenticated requests and
     // authenticates its replies. None: unauthenticated probes only.
-    std::optional<ProbeKey> key;
+    std::optional<ProbeKeys> key;
   };
 
   // Binds the socket and enables SO_TIMESTAMPNS. Errors name the address.
@@ -246,7 +246,7 @@ class ProbeResponder {
 
   const Options options_;
   // The key to sign and check with, or nullptr.
-  const ProbeKey* Key() const {
+  const ProbeKeys* Key() const {
     return options_.key.has_value() ? &*options_.key : nullptr;
   }
   const int fd_;
@@ -347,7 +347,7 @@ class ProbeRequester {
     size_t delay_queue_capacity = 256;
     // The tree's shared key: requests are authenticated and only
     // authenticated replies are accepted. None: unauthenticated probes.
-    std::optional<ProbeKey> key;
+    std::optional<ProbeKeys> key;
   };
 
   // Resolves the address and connects a UDP socket to it (so that only the
@@ -399,7 +399,7 @@ class ProbeRequester {
 
   const Options options_;
   // The key to sign and check with, or nullptr.
-  const ProbeKey* Key() const {
+  const ProbeKeys* Key() const {
     return options_.key.has_value() ? &*options_.key : nullptr;
   }
   const int fd_;
