@@ -28,13 +28,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <iostream>
-#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -43,8 +40,11 @@
 #include "benchmark/benchmark.h"
 #include "client/clock.h"
 #include "clocksyncd/shm_publisher.h"
+#include "tools/benchmark/side_by_side.h"
 
 namespace {
+
+using ::clocksync::bench::Median;
 
 constexpr int kRepetitions = 15;
 constexpr int kRounds = 2000;
@@ -74,48 +74,6 @@ void BM_Now(benchmark::State& state) {
 }
 BENCHMARK(BM_Now)->Repetitions(kRepetitions);
 
-// Prints like the console reporter and keeps every repetition's real and
-// CPU time per iteration (ns), by benchmark name.
-class CollectingReporter : public benchmark::ConsoleReporter {
- public:
-  CollectingReporter() : ConsoleReporter(OO_None) {}  // no colour codes
-
-  void ReportRuns(const std::vector<Run>& runs) override {
-    for (const Run& run : runs) {
-      if (run.run_type == Run::RT_Iteration && !run.error_occurred) {
-        real_ns_[run.run_name.function_name].push_back(
-            run.GetAdjustedRealTime());
-        cpu_ns_[run.run_name.function_name].push_back(run.GetAdjustedCPUTime());
-      }
-    }
-    ConsoleReporter::ReportRuns(runs);
-  }
-
-  // Median real / CPU time per iteration of `name` in ns, or -1 if it did
-  // not run.
-  double MedianRealNs(const std::string& name) const {
-    return Median(real_ns_, name);
-  }
-  double MedianCpuNs(const std::string& name) const {
-    return Median(cpu_ns_, name);
-  }
-
- private:
-  using TimesByName = std::map<std::string, std::vector<double>>;
-
-  static double Median(const TimesByName& times_by_name,
-                       const std::string& name) {
-    const auto it = times_by_name.find(name);
-    if (it == times_by_name.end() || it->second.empty()) return -1.0;
-    std::vector<double> times = it->second;
-    std::sort(times.begin(), times.end());
-    const size_t n = times.size();
-    return n % 2 == 1 ? times[n / 2] : (times[n / 2 - 1] + times[n / 2]) / 2;
-  }
-
-  TimesByName real_ns_;
-  TimesByName cpu_ns_;
-};
 
 // ns per call of kBatch bare clock reads.
 double TimeBareBatchNs() {
@@ -138,11 +96,6 @@ double TimeNowBatchNs(const clocksync::Clock& clock) {
   return static_cast<double>(clocksync::Clock::RawNowNs() - start_ns) / kBatch;
 }
 
-double Median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
 
 clocksync::Mapping FreshMapping() {
   clocksync::Mapping mapping;
@@ -203,20 +156,9 @@ int main(int argc, char** argv) {
   });
 
   // Interleave the repetitions of both benchmarks unless told otherwise.
-  std::vector<char*> args(argv, argv + argc);
-  std::string interleave = "--benchmark_enable_random_interleaving=true";
-  bool has_interleave = false;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strstr(argv[i], "benchmark_enable_random_interleaving")) {
-      has_interleave = true;
-    }
-  }
-  if (!has_interleave) args.push_back(interleave.data());
-  int new_argc = static_cast<int>(args.size());
-  args.push_back(nullptr);
-  benchmark::Initialize(&new_argc, args.data());
+  clocksync::bench::InitializeInterleaved(argc, argv);
 
-  CollectingReporter reporter;
+  clocksync::bench::MedianReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
 

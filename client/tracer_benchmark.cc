@@ -35,13 +35,10 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <iostream>
-#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -51,8 +48,11 @@
 #include "client/clock.h"
 #include "client/tracer.h"
 #include "clocksyncd/shm_publisher.h"
+#include "tools/benchmark/side_by_side.h"
 
 namespace {
+
+using ::clocksync::bench::Median;
 
 constexpr int kRepetitions = 9;
 constexpr int kRounds = 101;
@@ -81,33 +81,6 @@ void BM_TracerEvent(benchmark::State& state) {
 }
 BENCHMARK(BM_TracerEvent)->Repetitions(kRepetitions);
 
-// Prints like the console reporter and keeps every repetition's CPU time
-// per iteration (ns), by benchmark name.
-class CollectingReporter : public benchmark::ConsoleReporter {
- public:
-  CollectingReporter() : ConsoleReporter(OO_None) {}
-
-  void ReportRuns(const std::vector<Run>& runs) override {
-    for (const Run& run : runs) {
-      if (run.run_type == Run::RT_Iteration && !run.error_occurred) {
-        cpu_ns_[run.run_name.function_name].push_back(run.GetAdjustedCPUTime());
-      }
-    }
-    ConsoleReporter::ReportRuns(runs);
-  }
-
-  double MedianCpuNs(const std::string& name) const {
-    const auto it = cpu_ns_.find(name);
-    if (it == cpu_ns_.end() || it->second.empty()) return -1.0;
-    std::vector<double> times = it->second;
-    std::sort(times.begin(), times.end());
-    const size_t n = times.size();
-    return n % 2 == 1 ? times[n / 2] : (times[n / 2 - 1] + times[n / 2]) / 2;
-  }
-
- private:
-  std::map<std::string, std::vector<double>> cpu_ns_;
-};
 
 int64_t CpuNs(clockid_t clock) {
   struct timespec ts;
@@ -138,11 +111,6 @@ double TimeEventBatchNs() {
          kBufferEvents;
 }
 
-double Median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
 
 clocksync::Mapping FreshMapping() {
   clocksync::Mapping mapping;
@@ -204,19 +172,8 @@ int main(int argc, char** argv) {
   }
   g_region = *clocksync::Tracer::DefineRegion("benchmark");
 
-  std::vector<char*> args(argv, argv + argc);
-  std::string interleave = "--benchmark_enable_random_interleaving=true";
-  bool has_interleave = false;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strstr(argv[i], "benchmark_enable_random_interleaving")) {
-      has_interleave = true;
-    }
-  }
-  if (!has_interleave) args.push_back(interleave.data());
-  int new_argc = static_cast<int>(args.size());
-  args.push_back(nullptr);
-  benchmark::Initialize(&new_argc, args.data());
-  CollectingReporter reporter;
+  clocksync::bench::InitializeInterleaved(argc, argv);
+  clocksync::bench::MedianReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
 

@@ -7,14 +7,13 @@
 // Ends with
 //   FIGURE probe_mac_ns_per_packet <v> ns   (encode+decode, keyed minus plain)
 
-#include <algorithm>
 #include <cstdio>
-#include <map>
 #include <string>
 #include <vector>
 
 #include "benchmark/benchmark.h"
 #include "clocksyncd/probe_packet.h"
+#include "tools/benchmark/side_by_side.h"
 
 namespace clocksync::daemon {
 namespace {
@@ -56,44 +55,17 @@ void BM_ProbeRoundTripKeyed(benchmark::State& state) { RoundTrip(state, &kKey); 
 BENCHMARK(BM_ProbeRoundTripPlain)->Repetitions(9);
 BENCHMARK(BM_ProbeRoundTripKeyed)->Repetitions(9);
 
-class CollectingReporter : public benchmark::ConsoleReporter {
- public:
-  CollectingReporter() : ConsoleReporter(OO_None) {}
-  void ReportRuns(const std::vector<Run>& runs) override {
-    for (const Run& run : runs) {
-      if (run.run_type == Run::RT_Iteration && !run.error_occurred) {
-        ns_[run.run_name.function_name].push_back(run.GetAdjustedCPUTime());
-      }
-    }
-    ConsoleReporter::ReportRuns(runs);
-  }
-  double Median(const std::string& name) const {
-    auto it = ns_.find(name);
-    if (it == ns_.end() || it->second.empty()) return -1;
-    std::vector<double> v = it->second;
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-  }
-
- private:
-  std::map<std::string, std::vector<double>> ns_;
-};
 
 }  // namespace
 }  // namespace clocksync::daemon
 
 int main(int argc, char** argv) {
-  std::vector<char*> args(argv, argv + argc);
-  std::string interleave = "--benchmark_enable_random_interleaving=true";
-  args.push_back(interleave.data());
-  int new_argc = static_cast<int>(args.size());
-  args.push_back(nullptr);
-  benchmark::Initialize(&new_argc, args.data());
-  clocksync::daemon::CollectingReporter reporter;
+  clocksync::bench::InitializeInterleaved(argc, argv);
+  clocksync::bench::MedianReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
-  const double plain = reporter.Median("BM_ProbeRoundTripPlain");
-  const double keyed = reporter.Median("BM_ProbeRoundTripKeyed");
+  const double plain = reporter.MedianCpuNs("BM_ProbeRoundTripPlain");
+  const double keyed = reporter.MedianCpuNs("BM_ProbeRoundTripKeyed");
   std::printf("encode+decode of one probe (CPU time medians): plain %.2f ns, "
               "authenticated %.2f ns\n", plain, keyed);
   std::printf("FIGURE probe_mac_ns_per_packet %.2f ns\n", keyed - plain);

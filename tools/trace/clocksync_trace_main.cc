@@ -199,17 +199,16 @@ int Merge(const std::vector<std::string>& archives) {
   std::optional<Loaded> loaded =
       LoadOnTimeline(archives, CorrectionKind::kOnline, &exit_code);
   if (!loaded) return exit_code;
-  const std::vector<ProcessTrace>* const traces = &loaded->traces;
-  const Timeline* const timeline = &loaded->timeline;
+  const auto& [traces, timeline] = *loaded;
   const std::string out_path = absl::GetFlag(FLAGS_out);
   if (out_path.empty() || out_path == "-") {
-    WriteMergedText(*traces, *timeline, std::cout);
+    WriteMergedText(traces, timeline, std::cout);
     std::cout.flush();
     return std::cout ? 0 : Unreadable("cannot write standard output");
   }
   std::ofstream out(out_path);
   if (!out) return Usage(absl::StrCat("bad flag --out: cannot create ", out_path));
-  WriteMergedText(*traces, *timeline, out);
+  WriteMergedText(traces, timeline, out);
   out.close();
   if (!out) return Usage(absl::StrCat("bad flag --out: cannot write ", out_path));
   return 0;
@@ -317,20 +316,19 @@ int Export(const std::vector<std::string>& archives) {
   std::optional<Loaded> loaded =
       LoadOnTimeline(archives, CorrectionKind::kOnline, &exit_code);
   if (!loaded) return exit_code;
-  const std::vector<ProcessTrace>* const traces = &loaded->traces;
-  const Timeline* const timeline = &loaded->timeline;
+  const auto& [traces, timeline] = *loaded;
   if (format == "otf2") {
-    absl::Status status = WriteMergedOtf2(*traces, *timeline, out_path);
+    absl::Status status = WriteMergedOtf2(traces, timeline, out_path);
     if (!status.ok()) {
       return Usage(absl::StrCat("bad flag --out: ", status.message()));
     }
     return 0;
   }
-  absl::StatusOr<MessageMatch> messages = MatchMessages(*traces);
+  absl::StatusOr<MessageMatch> messages = MatchMessages(traces);
   if (!messages.ok()) return Unreadable(std::string(messages.status().message()));
   std::ofstream out(out_path);
   if (!out) return Usage(absl::StrCat("bad flag --out: cannot create ", out_path));
-  WriteChromeJson(*traces, *timeline, *messages, out);
+  WriteChromeJson(traces, timeline, *messages, out);
   out.close();
   if (!out) return Usage(absl::StrCat("bad flag --out: cannot write ", out_path));
   return 0;
@@ -341,12 +339,11 @@ int ProfileCommand(const std::vector<std::string>& archives) {
   std::optional<Loaded> loaded =
       LoadOnTimeline(archives, CorrectionKind::kNone, &exit_code);
   if (!loaded) return exit_code;
-  const std::vector<ProcessTrace>* const traces = &loaded->traces;
-  const Timeline* const timeline = &loaded->timeline;
-  const Profile profile = ProfileRegions(*traces, *timeline);
+  const auto& [traces, timeline] = *loaded;
+  const Profile profile = ProfileRegions(traces, timeline);
   if (absl::GetFlag(FLAGS_json)) {
     std::string json = absl::StrCat(
-        "{\"correction\":\"", CorrectionKindName(timeline->kind),
+        "{\"correction\":\"", CorrectionKindName(timeline.kind),
         "\",\"unmatched_leaves\":", profile.unmatched_leaves,
         ",\"open_enters\":", profile.open_enters, ",\"regions\":[");
     for (size_t i = 0; i < profile.regions.size(); ++i) {
@@ -357,7 +354,7 @@ int ProfileCommand(const std::vector<std::string>& archives) {
         if (static_cast<unsigned char>(ch) >= 0x20) name.push_back(ch);
       }
       absl::StrAppend(&json, i == 0 ? "" : ",", "{\"rank\":",
-                      (*traces)[r.process].info.rank, ",\"region\":\"", name,
+                      traces[r.process].info.rank, ",\"region\":\"", name,
                       "\",\"calls\":", r.calls, ",\"total_ns\":", r.total_ns,
                       ",\"min_ns\":", r.min_ns, ",\"max_ns\":", r.max_ns,
                       ",\"mean_ns\":", absl::StrFormat("%.1f", r.mean_ns()),
@@ -372,7 +369,7 @@ int ProfileCommand(const std::vector<std::string>& archives) {
                                "max_ns", "mean_ns");
   for (const RegionProfile& r : profile.regions) {
     std::cout << absl::StrFormat("%5d  %-30s %9d %15d %12d %12d %14.1f\n",
-                                 (*traces)[r.process].info.rank, r.name,
+                                 traces[r.process].info.rank, r.name,
                                  r.calls, r.total_ns, r.min_ns, r.max_ns,
                                  r.mean_ns());
   }
@@ -389,14 +386,13 @@ int LodCommand(const std::vector<std::string>& archives) {
   std::optional<Loaded> loaded =
       LoadOnTimeline(archives, CorrectionKind::kOnline, &exit_code);
   if (!loaded) return exit_code;
-  const std::vector<ProcessTrace>* const traces = &loaded->traces;
-  const Timeline* const timeline = &loaded->timeline;
+  const auto& [traces, timeline] = *loaded;
   LodOptions options;
   options.bins = absl::GetFlag(FLAGS_bins);
   options.levels = absl::GetFlag(FLAGS_levels);
   options.from_ns = absl::GetFlag(FLAGS_from_ns);
   options.to_ns = absl::GetFlag(FLAGS_to_ns);
-  absl::StatusOr<Lod> lod = BuildLod(*traces, *timeline, options);
+  absl::StatusOr<Lod> lod = BuildLod(traces, timeline, options);
   if (!lod.ok()) {
     if (lod.status().code() == absl::StatusCode::kInvalidArgument) {
       return Usage(absl::StrCat("bad flag --", lod.status().message()));
