@@ -45,7 +45,7 @@
 
 #include "absl/status/statusor.h"
 #include "client/clocksync.h"
-#include "client/shm_layout.h"
+#include "shm/shm_layout.h"
 
 namespace clocksync {
 

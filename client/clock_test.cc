@@ -17,7 +17,7 @@
 #include <utility>
 
 #include "absl/status/status.h"
-#include "clocksyncd/shm_publisher.h"
+#include "shm/shm_publisher.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

@@ -31,7 +31,7 @@
 
 #include <stdint.h>
 
-#include "client/shm_layout.h"
+#include "shm/shm_layout.h"
 
 #ifdef __cplusplus
 extern "C" {

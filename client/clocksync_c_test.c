@@ -1,6 +1,6 @@
 /*
  * client/clocksync_c_test.c: compiled as C11, so it proves that
- * client/clocksync.h and client/shm_layout.h are valid C. It writes a
+ * client/clocksync.h and shm/shm_layout.h are valid C. It writes a
  * segment the way a C writer would (plain struct, __atomic stores following
  * the seqlock protocol of shm_layout.h, temporary name + rename) and drives
  * the C API against it: open errors, clocksync_at/now, staleness, options,

@@ -39,8 +39,8 @@
 #include "absl/status/statusor.h"
 #include "benchmark/benchmark.h"
 #include "client/clock.h"
-#include "clocksyncd/shm_publisher.h"
-#include "tools/benchmark/side_by_side.h"
+#include "shm/shm_publisher.h"
+#include "testing/side_by_side.h"
 
 namespace {
 

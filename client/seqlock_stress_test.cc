@@ -23,8 +23,8 @@
 
 #include "absl/status/statusor.h"
 #include "client/clock.h"
-#include "client/shm_layout.h"
-#include "clocksyncd/shm_publisher.h"
+#include "shm/shm_layout.h"
+#include "shm/shm_publisher.h"
 #include "gtest/gtest.h"
 
 namespace clocksync {

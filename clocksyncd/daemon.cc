@@ -16,7 +16,8 @@
 #include "absl/strings/str_join.h"
 
 #include "client/clock.h"
-#include "clocksyncd/raw_clock.h"
+#include "probe/address.h"
+#include "probe/raw_clock.h"
 #include "spdlog/spdlog.h"
 
 namespace clocksync {
@@ -54,13 +55,13 @@ const char* StateName(clocksync_state s) {
 // Global time of this node as its children see it: our own published
 // mapping, read back through the client library (the same numbers our
 // local applications read).
-class Daemon::PublishedTime : public daemon::GlobalTimeSource {
+class Daemon::PublishedTime : public probe::GlobalTimeSource {
  public:
   PublishedTime(Clock clock, const std::atomic<uint32_t>* depth)
       : clock_(std::move(clock)), depth_(depth) {}
-  daemon::ParentTime GlobalAt(int64_t raw_ns) const override {
+  probe::ParentTime GlobalAt(int64_t raw_ns) const override {
     const TimeReading r = clock_.At(raw_ns);
-    daemon::ParentTime t;
+    probe::ParentTime t;
     t.global_ns = r.global_ns;
     t.depth = static_cast<uint8_t>(std::min<uint32_t>(depth_->load(), 255));
     const bool usable = r.error == CLOCKSYNC_OK || r.error == CLOCKSYNC_ESTALE;
@@ -77,7 +78,7 @@ class Daemon::PublishedTime : public daemon::GlobalTimeSource {
 
 // This node's local clock: a model on top of the host's raw clock (tests),
 // local = raw + (model(raw − start) − (raw − start)).
-class Daemon::ModelClock : public daemon::LocalClock {
+class Daemon::ModelClock : public probe::LocalClock {
  public:
   ModelClock(hull::ModeledClock* model, int64_t start_raw_ns)
       : model_(model), start_raw_ns_(start_raw_ns) {}
@@ -147,11 +148,11 @@ std::string ValidateDaemonConfig(const DaemonConfig& c) {
     return "parent_grpc: needs --parent (the pinned parent's probe address)";
   }
   for (const std::string& seed : c.join) {
-    const absl::Status valid = ValidateHostPort("join", seed);
+    const absl::Status valid = probe::ValidateHostPort("join", seed);
     if (!valid.ok()) return std::string(valid.message());
   }
   if (!c.parent_grpc.empty()) {
-    const absl::Status valid = ValidateHostPort("parent_grpc", c.parent_grpc);
+    const absl::Status valid = probe::ValidateHostPort("parent_grpc", c.parent_grpc);
     if (!valid.ok()) return std::string(valid.message());
   }
   const bool membership = c.master || !c.join.empty() || !c.parent_grpc.empty();
@@ -197,14 +198,14 @@ std::string ValidateDaemonConfig(const DaemonConfig& c) {
     if (!error.empty()) return "clock_model: " + error;
   }
   if (!c.probe_key_file.empty()) {
-    const absl::StatusOr<daemon::ProbeKeys> key =
-        daemon::ReadProbeKeyFile(c.probe_key_file);
+    const absl::StatusOr<probe::ProbeKeys> key =
+        probe::ReadProbeKeyFile(c.probe_key_file);
     if (!key.ok()) return "probe_key_file: " + std::string(key.status().message());
   }
   if (!c.inject_delay.empty()) {
-    daemon::DelayInjection delay;
+    probe::DelayInjection delay;
     std::string error;
-    if (!daemon::ParseDelayInjection(c.inject_delay, &delay, &error)) {
+    if (!probe::ParseDelayInjection(c.inject_delay, &delay, &error)) {
       return "inject_delay: " + error;
     }
   }
@@ -242,22 +243,22 @@ int64_t Daemon::LocalAt(int64_t raw_ns) {
 }
 
 absl::Status Daemon::Start() {
-  start_raw_ns_ = daemon::RawNowNs();
+  start_raw_ns_ = probe::RawNowNs();
   // Global time is Unix-epoch ns: anchor the master's raw clock to
   // CLOCK_REALTIME once, at start.
-  realtime_offset_ns_ = daemon::RealtimeNowNs() - start_raw_ns_;
+  realtime_offset_ns_ = probe::RealtimeNowNs() - start_raw_ns_;
   if (!config_.clock_model.empty()) {
     hull::ClockModelParams params;
     hull::ParseClockModel(config_.clock_model, &params);
     model_.emplace(params);
     local_clock_ = std::make_unique<ModelClock>(&*model_, start_raw_ns_);
   } else {
-    local_clock_ = std::make_unique<daemon::IdentityClock>();
+    local_clock_ = std::make_unique<probe::IdentityClock>();
   }
-  daemon::DelayInjection delay;
+  probe::DelayInjection delay;
   if (!config_.inject_delay.empty()) {
     std::string error;
-    daemon::ParseDelayInjection(config_.inject_delay, &delay, &error);
+    probe::ParseDelayInjection(config_.inject_delay, &delay, &error);
   }
 
   absl::StatusOr<ShmPublisher> publisher = ShmPublisher::Open(config_.shm_path);
@@ -283,8 +284,8 @@ absl::Status Daemon::Start() {
       std::make_unique<PublishedTime>(std::move(*self), &depth_for_children_);
 
   if (!config_.probe_key_file.empty()) {
-    absl::StatusOr<daemon::ProbeKeys> key =
-        daemon::ReadProbeKeyFile(config_.probe_key_file);
+    absl::StatusOr<probe::ProbeKeys> key =
+        probe::ReadProbeKeyFile(config_.probe_key_file);
     if (!key.ok()) return key.status();
     probe_key_ = *key;
     spdlog::info("{}: probes authenticated with the key in {}{}",
@@ -294,14 +295,14 @@ absl::Status Daemon::Start() {
                        "keys is under way)"
                      : "");
   }
-  daemon::ProbeResponder::Options responder_options;
+  probe::ProbeResponder::Options responder_options;
   responder_options.listen_address = config_.listen;
   responder_options.node_id = NodeIdHash();
   responder_options.time_source = published_time_.get();
   responder_options.delay = delay;
   responder_options.key = probe_key_;
-  absl::StatusOr<std::unique_ptr<daemon::ProbeResponder>> responder =
-      daemon::ProbeResponder::Create(responder_options);
+  absl::StatusOr<std::unique_ptr<probe::ProbeResponder>> responder =
+      probe::ProbeResponder::Create(responder_options);
   if (!responder.ok()) return responder.status();
   responder_ = std::move(*responder);
 
@@ -312,7 +313,7 @@ absl::Status Daemon::Start() {
     if (!created.ok()) return created;
   }
   if (!config_.grpc_listen.empty() || !config_.admin_socket.empty()) {
-    UpdateSnapshot(daemon::RawNowNs());
+    UpdateSnapshot(probe::RawNowNs());
     view_ = std::make_unique<View>(this);
     status_server_ = std::make_unique<StatusServer>();
     const absl::Status served = status_server_->Start(
@@ -374,19 +375,18 @@ uint64_t Daemon::NodeIdHash() const {
 std::string Daemon::AdvertisedAddress(const std::string& listen,
                                       int port) const {
   std::string host = config_.advertise_host;
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
   if (host.empty()) {
-    const size_t colon = listen.rfind(':');
-    host = colon == std::string::npos ? listen : listen.substr(0, colon);
-    if (host.empty() || host == "0.0.0.0" || host == "[::]" || host == "::") {
+    host = probe::HostOf(listen);
+    if (host.empty() || host == "0.0.0.0" || host == "::") {
       char name[256] = {};
       gethostname(name, sizeof(name) - 1);
       host = name;
     }
   }
-  if (host.find(':') != std::string::npos && host.front() != '[') {
-    host = "[" + host + "]";
-  }
-  return absl::StrCat(host, ":", port);
+  return probe::JoinHostPort(host, port);
 }
 
 absl::Status Daemon::RetargetRequester(const std::string& probe_address) {
@@ -396,7 +396,7 @@ absl::Status Daemon::RetargetRequester(const std::string& probe_address) {
     probes_answered_before_ += requester_->counters().answered.load();
     probes_lost_before_ += requester_->counters().lost.load();
   }
-  daemon::ProbeRequester::Options options;
+  probe::ProbeRequester::Options options;
   options.parent_address = probe_address;
   options.node_id = NodeIdHash();
   options.clock = local_clock_.get();
@@ -404,8 +404,8 @@ absl::Status Daemon::RetargetRequester(const std::string& probe_address) {
   options.key = probe_key_;
   // A reply later than a few intervals is as good as lost.
   options.expiry_ns = std::max<int64_t>(3 * config_.probe_interval_ns, 1'000'000'000);
-  absl::StatusOr<std::unique_ptr<daemon::ProbeRequester>> requester =
-      daemon::ProbeRequester::Create(options);
+  absl::StatusOr<std::unique_ptr<probe::ProbeRequester>> requester =
+      probe::ProbeRequester::Create(options);
   if (!requester.ok()) return requester.status();
   requester_ = std::move(*requester);
   // The estimator keeps its window: every sample bounds global time,
@@ -439,7 +439,7 @@ void Daemon::Run() {
 
 void Daemon::RunMaster() {
   while (!ShouldEnd()) {
-    const int64_t raw = daemon::RawNowNs();
+    const int64_t raw = probe::RawNowNs();
     PublishMaster(raw);
     WriteStatus(raw);
     std::this_thread::sleep_for(std::chrono::nanoseconds(
@@ -469,7 +469,7 @@ void Daemon::RunNode() {
   std::mt19937_64 rng(NodeIdHash() ^ static_cast<uint64_t>(start_raw_ns_));
   std::uniform_real_distribution<double> jitter(-config_.probe_jitter,
                                                 config_.probe_jitter);
-  int64_t next_probe = daemon::RawNowNs();
+  int64_t next_probe = probe::RawNowNs();
   while (!ShouldEnd()) {
     if (agent_) {
       const MembershipAgent::ProbeTarget target = agent_->probe_target();
@@ -478,14 +478,14 @@ void Daemon::RunNode() {
             RetargetRequester(target.parent->probe_address);
         if (retargeted.ok()) {
           target_generation_ = target.generation;
-          next_probe = daemon::RawNowNs();
+          next_probe = probe::RawNowNs();
         } else if (raw_error_logs_++ < 10) {
           spdlog::warn("{}: cannot probe {}: {}", config_.node_id,
                        target.parent->probe_address, retargeted.ToString());
         }
       }
     }
-    const int64_t now = daemon::RawNowNs();
+    const int64_t now = probe::RawNowNs();
     if (!requester_) {
       // Not attached yet: nothing to probe.
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -505,8 +505,8 @@ void Daemon::RunNode() {
     const int timeout_ms = static_cast<int>(
         std::clamp<int64_t>((next_probe - now) / 1'000'000, 0, 100));
     const absl::StatusOr<int> polled =
-        requester_->Poll(timeout_ms, [&](const daemon::ProbeResult& reply) {
-      if (agent_) agent_->OnProbeAnswered(daemon::RawNowNs());
+        requester_->Poll(timeout_ms, [&](const probe::ProbeResult& reply) {
+      if (agent_) agent_->OnProbeAnswered(probe::RawNowNs());
       if (reply.parent_state == CLOCKSYNC_STATE_UNSYNCED ||
           reply.parent_state == CLOCKSYNC_STATE_UNSPECIFIED) {
         // The parent has no global time yet: its stamps mean nothing.
@@ -517,7 +517,7 @@ void Daemon::RunNode() {
       sample.parent_bound_ns = reply.parent_bound_ns;
       if (hull::IsAccepted(estimator_.Add(sample))) {
         ++stats_.samples_used;
-        last_reply_raw_ns_ = daemon::RawNowNs();
+        last_reply_raw_ns_ = probe::RawNowNs();
         depth_ = reply.parent_depth + 1u;
         depth_for_children_.store(depth_);
       }
@@ -530,7 +530,7 @@ void Daemon::RunNode() {
       spdlog::warn("{}: receiving replies failed: {}", config_.node_id,
                    polled.status().ToString());
     }
-    const int64_t raw = daemon::RawNowNs();
+    const int64_t raw = probe::RawNowNs();
     PublishNode(raw);
     WriteStatus(raw);
   }
@@ -652,8 +652,8 @@ void Daemon::UpdateSnapshot(int64_t raw_ns) {
 // shows up here first.
 void Daemon::LogDroppedProbes() {
   auto report = [&](const std::array<std::atomic<uint64_t>,
-                                     daemon::kDecodeStatusCount>& counters,
-                    std::array<uint64_t, daemon::kDecodeStatusCount>* logged,
+                                     probe::kDecodeStatusCount>& counters,
+                    std::array<uint64_t, probe::kDecodeStatusCount>* logged,
                     const char* from) {
     std::vector<std::string> parts;
     for (size_t i = 0; i < counters.size(); ++i) {
@@ -661,7 +661,7 @@ void Daemon::LogDroppedProbes() {
       if (now > (*logged)[i]) {
         parts.push_back(absl::StrCat(
             now - (*logged)[i], " ",
-            daemon::DecodeStatusName(static_cast<daemon::DecodeStatus>(i))));
+            probe::DecodeStatusName(static_cast<probe::DecodeStatus>(i))));
       }
       (*logged)[i] = now;
     }

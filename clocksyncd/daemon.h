@@ -29,11 +29,11 @@
 #include "absl/status/status.h"
 #include "clocksyncd/mapping_slewer.h"
 #include "clocksyncd/membership_agent.h"
-#include "clocksyncd/probe_transport.h"
-#include "clocksyncd/shm_publisher.h"
+#include "probe/transport.h"
+#include "shm/shm_publisher.h"
 #include "clocksyncd/status_service.h"
 #include "hull/adaptive_estimator.h"
-#include "hull/clock_model.h"
+#include "hull/sim/clock_model.h"
 
 namespace clocksync {
 
@@ -135,22 +135,22 @@ class Daemon {
   int64_t start_raw_ns_ = 0;
   int64_t realtime_offset_ns_ = 0;  // Master: global = raw + offset.
   std::optional<hull::ModeledClock> model_;
-  std::unique_ptr<daemon::LocalClock> local_clock_;
+  std::unique_ptr<probe::LocalClock> local_clock_;
   std::optional<ShmPublisher> publisher_;
   std::unique_ptr<PublishedTime> published_time_;
-  std::unique_ptr<daemon::ProbeResponder> responder_;
-  std::unique_ptr<daemon::ProbeRequester> requester_;
+  std::unique_ptr<probe::ProbeResponder> responder_;
+  std::unique_ptr<probe::ProbeRequester> requester_;
   // Counters of requesters replaced after a parent change.
   uint64_t probes_sent_before_ = 0;
   uint64_t probes_answered_before_ = 0;
   uint64_t probes_lost_before_ = 0;
   uint64_t target_generation_ = 0;
   std::unique_ptr<MembershipAgent> agent_;
-  daemon::DelayInjection delay_;
-  std::optional<daemon::ProbeKeys> probe_key_;
+  probe::DelayInjection delay_;
+  std::optional<probe::ProbeKeys> probe_key_;
   // Dropped packets (per DecodeStatus) already reported in the log.
-  std::array<uint64_t, daemon::kDecodeStatusCount> logged_drops_from_children_{};
-  std::array<uint64_t, daemon::kDecodeStatusCount> logged_drops_from_parent_{};
+  std::array<uint64_t, probe::kDecodeStatusCount> logged_drops_from_children_{};
+  std::array<uint64_t, probe::kDecodeStatusCount> logged_drops_from_parent_{};
   void LogDroppedProbes();
   absl::Status RetargetRequester(const std::string& probe_address);
   std::string AdvertisedAddress(const std::string& listen, int port) const;

@@ -20,7 +20,7 @@
 
 #include <cstdint>
 
-#include "clocksyncd/shm_publisher.h"
+#include "shm/shm_publisher.h"
 
 namespace clocksync {
 

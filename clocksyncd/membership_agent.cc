@@ -11,8 +11,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "clocksyncd/probe_transport.h"
-#include "clocksyncd/raw_clock.h"
+#include "probe/transport.h"
+#include "probe/raw_clock.h"
 #include "spdlog/spdlog.h"
 
 namespace clocksync {
@@ -218,7 +218,7 @@ MembershipAgent::MembershipAgent(MembershipConfig config,
 MembershipAgent::~MembershipAgent() { Stop(); }
 
 void MembershipAgent::Start() {
-  const int64_t now = daemon::RawNowNs();
+  const int64_t now = probe::RawNowNs();
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!membership_.is_master()) {
@@ -252,7 +252,7 @@ void MembershipAgent::Loop() {
   const int64_t tick_ns = std::min<int64_t>(options_.heartbeat_interval_ns / 2,
                                             50'000'000);
   while (Sleep(tick_ns)) {
-    Tick(daemon::RawNowNs());
+    Tick(probe::RawNowNs());
   }
 }
 
@@ -380,13 +380,13 @@ int64_t MembershipAgent::MeasureRttNs(const NodeRef& ref) {
   if (ref.probe_address.empty()) return -1;
   auto cached = rtt_cache_ns_.find(ref.node_id);
   if (cached != rtt_cache_ns_.end()) return cached->second;
-  daemon::ProbeRequester::Options options;
+  probe::ProbeRequester::Options options;
   options.parent_address = ref.probe_address;
   options.node_id = options_.probe_sender_id;
   options.expiry_ns = 50'000'000;
   options.key = options_.probe_key;
-  absl::StatusOr<std::unique_ptr<daemon::ProbeRequester>> requester =
-      daemon::ProbeRequester::Create(options);
+  absl::StatusOr<std::unique_ptr<probe::ProbeRequester>> requester =
+      probe::ProbeRequester::Create(options);
   int64_t best = -1;
   if (requester.ok()) {
     // Three exchanges, one at a time; the shortest round trip (minus the
@@ -394,7 +394,7 @@ int64_t MembershipAgent::MeasureRttNs(const NodeRef& ref) {
     for (int i = 0; i < 3; ++i) {
       if (!(*requester)->SendProbe().ok()) break;
       const absl::StatusOr<int> got =
-          (*requester)->Poll(30, [&](const daemon::ProbeResult& r) {
+          (*requester)->Poll(30, [&](const probe::ProbeResult& r) {
             const int64_t rtt = (r.sample.t4_ns - r.sample.t1_ns) -
                                 (r.sample.t3_ns - r.sample.t2_ns);
             if (best < 0 || rtt < best) best = std::max<int64_t>(rtt, 0);
@@ -422,7 +422,7 @@ void MembershipAgent::RunJoinWalk(int64_t now, bool move_up) {
     }
     const NodeRef asked = *target;
     const JoinRequestInfo request = walk->request();
-    const int64_t sent = daemon::RawNowNs();
+    const int64_t sent = probe::RawNowNs();
     absl::StatusOr<JoinResponse> response = CallJoin(asked, request);
     if (!response.ok()) {
       trail.push_back(absl::StrCat(Describe(asked), ": ",
@@ -465,7 +465,7 @@ void MembershipAgent::RunJoinWalk(int64_t now, bool move_up) {
       }
       if (adopted.ok()) {
         parent = *membership_.parent();
-        SetProbeTargetLocked(parent, daemon::RawNowNs());
+        SetProbeTargetLocked(parent, probe::RawNowNs());
         ++joins_;
         heartbeat_failures_ = 0;
         next_heartbeat_ns_ = 0;
@@ -500,7 +500,7 @@ void MembershipAgent::RunJoinWalk(int64_t now, bool move_up) {
   }
   if (move_up) return;  // Stays where it is; the cooldown paces retries.
   std::lock_guard<std::mutex> lock(mu_);
-  next_join_ns_ = daemon::RawNowNs() + retry_ns_;
+  next_join_ns_ = probe::RawNowNs() + retry_ns_;
   spdlog::warn("{}: no node accepted us ({} join messages{}); retrying in {} ms",
                self_.node_id, walk->hops(),
                trail.empty() ? "" : absl::StrCat(": ", absl::StrJoin(trail, "; ")),
@@ -527,7 +527,7 @@ void MembershipAgent::SendHeartbeat(int64_t now) {
   grpc::ClientContext context;
   context.set_deadline(DeadlineIn(options_.rpc_timeout_ns));
   HeartbeatResponse response;
-  const int64_t sent = daemon::RawNowNs();
+  const int64_t sent = probe::RawNowNs();
   const grpc::Status status =
       channels_->Stub(parent.grpc_address)->Heartbeat(&context, request, &response);
   std::lock_guard<std::mutex> lock(mu_);
@@ -535,7 +535,7 @@ void MembershipAgent::SendHeartbeat(int64_t now) {
       !membership_.parent() || membership_.parent()->node_id != parent.node_id) {
     return;  // Moved on meanwhile.
   }
-  const int64_t done = daemon::RawNowNs();
+  const int64_t done = probe::RawNowNs();
   if (status.ok()) {
     heartbeat_failures_ = 0;
     if (!membership_.OnParentInfo(FromProto(response.attachment()), sent) &&
@@ -562,7 +562,7 @@ void MembershipAgent::SendHeartbeat(int64_t now) {
 }
 
 JoinResponse MembershipAgent::HandleJoin(const JoinRequest& request) {
-  const int64_t now = daemon::RawNowNs();
+  const int64_t now = probe::RawNowNs();
   std::lock_guard<std::mutex> lock(mu_);
   const JoinRequestInfo info = FromProto(request);
   const JoinDecision decision = membership_.HandleJoin(info, now);
@@ -575,7 +575,7 @@ JoinResponse MembershipAgent::HandleJoin(const JoinRequest& request) {
 }
 
 absl::Status MembershipAgent::HandleLeave(const LeaveRequest& request) {
-  const int64_t now = daemon::RawNowNs();
+  const int64_t now = probe::RawNowNs();
   std::lock_guard<std::mutex> lock(mu_);
   const std::optional<NodeRef>& parent = membership_.parent();
   if (parent && parent->node_id == request.node_id()) {
@@ -603,7 +603,7 @@ absl::Status MembershipAgent::HandleLeave(const LeaveRequest& request) {
 
 absl::StatusOr<HeartbeatResponse> MembershipAgent::HandleHeartbeat(
     const HeartbeatRequest& request) {
-  const int64_t now = daemon::RawNowNs();
+  const int64_t now = probe::RawNowNs();
   std::lock_guard<std::mutex> lock(mu_);
   if (leaving_ && leaving_children_.count(request.node_id()) > 0) {
     // Its Leave (with the successor) is on the way: a failed heartbeat, not
@@ -680,8 +680,8 @@ void MembershipAgent::LeaveAndStop(int64_t grace_ns) {
     }
   }
   // Keep answering the children's probes until they have re-attached.
-  const int64_t deadline = daemon::RawNowNs() + grace_ns;
-  while (daemon::RawNowNs() < deadline) {
+  const int64_t deadline = probe::RawNowNs() + grace_ns;
+  while (probe::RawNowNs() < deadline) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (leaving_children_.empty() || stop_) break;

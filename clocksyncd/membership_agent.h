@@ -44,8 +44,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "clocksyncd/membership.h"
-#include "clocksyncd/probe_auth.h"
+#include "membership/membership.h"
+#include "probe/auth.h"
 #include "proto/clocksync.grpc.pb.h"
 #include "proto/clocksync.pb.h"
 
@@ -71,7 +71,7 @@ struct MembershipAgentOptions {
   // Sent as sender id in RTT probes.
   uint64_t probe_sender_id = 0;
   // The tree's probe key, for RTT probes (none: unauthenticated).
-  std::optional<daemon::ProbeKeys> probe_key;
+  std::optional<probe::ProbeKeys> probe_key;
 };
 
 // Empty when valid, else "field: reason".

@@ -30,74 +30,6 @@ NodeView::~NodeView() = default;
 
 // --- validation ---------------------------------------------------------
 
-absl::Status ValidateNodeId(absl::string_view field,
-                            absl::string_view node_id) {
-  if (node_id.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, ": must not be empty"));
-  }
-  if (node_id.size() > kMaxNodeIdBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        field, ": at most ", kMaxNodeIdBytes, " bytes, got ", node_id.size()));
-  }
-  for (const char c : node_id) {
-    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '.' &&
-        c != '_' && c != '-') {
-      return absl::InvalidArgumentError(absl::StrCat(
-          field, ": only letters, digits, '.', '_' and '-' allowed, got \"",
-          absl::CHexEscape(node_id), "\""));
-    }
-  }
-  return absl::OkStatus();
-}
-
-absl::Status ValidateHostPort(absl::string_view field,
-                              absl::string_view address, bool allow_port_zero) {
-  auto bad = [&](absl::string_view why) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, ": ", why, " (want HOST:PORT), got \"",
-                     absl::CHexEscape(address), "\""));
-  };
-  const size_t colon = address.rfind(':');
-  if (colon == absl::string_view::npos) return bad("no port");
-  absl::string_view host = address.substr(0, colon);
-  const absl::string_view port_text = address.substr(colon + 1);
-  if (absl::StartsWith(host, "[")) {
-    if (!absl::EndsWith(host, "]") || host.size() < 3) {
-      return bad("unbalanced [IPv6] host");
-    }
-    host = host.substr(1, host.size() - 2);
-  } else if (absl::StrContains(host, ':')) {
-    return bad("an IPv6 host must be in brackets");
-  }
-  if (host.empty()) return bad("empty host");
-  for (const char c : host) {
-    if (absl::ascii_isspace(static_cast<unsigned char>(c)) ||
-        !absl::ascii_isprint(static_cast<unsigned char>(c)) || c == '/') {
-      return bad("bad character in host");
-    }
-  }
-  int port = 0;
-  if (port_text.empty() || !absl::SimpleAtoi(port_text, &port) ||
-      port < (allow_port_zero ? 0 : 1) || port > 65535) {
-    return bad(allow_port_zero ? "port must be 0..65535"
-                               : "port must be 1..65535");
-  }
-  return absl::OkStatus();
-}
-
-absl::Status ValidateGrpcAddress(absl::string_view field,
-                                 absl::string_view address) {
-  if (absl::StartsWith(address, "unix:")) {
-    if (address.size() == 5) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(field, ": empty path after \"unix:\""));
-    }
-    return absl::OkStatus();
-  }
-  return ValidateHostPort(field, address);
-}
-
 namespace {
 
 absl::Status ValidateWatchRequest(const WatchStatusRequest& request) {
@@ -140,11 +72,11 @@ absl::Status ValidateNodeAddress(absl::string_view field,
   absl::Status status =
       ValidateNodeId(absl::StrCat(field, ".node_id"), node.node_id());
   if (status.ok()) {
-    status = ValidateHostPort(absl::StrCat(field, ".probe_address"),
+    status = probe::ValidateHostPort(absl::StrCat(field, ".probe_address"),
                               node.probe_address());
   }
   if (status.ok()) {
-    status = ValidateGrpcAddress(absl::StrCat(field, ".grpc_address"),
+    status = probe::ValidateGrpcAddress(absl::StrCat(field, ".grpc_address"),
                                  node.grpc_address());
   }
   return status;
@@ -345,7 +277,7 @@ std::vector<ChildAnswer> GatherChildren(
   for (size_t i = 0; i < children.size(); ++i) {
     const NodeAddress& child = children[i];
     const absl::Status address =
-        ValidateGrpcAddress("grpc_address", child.grpc_address());
+        probe::ValidateGrpcAddress("grpc_address", child.grpc_address());
     if (!address.ok()) {
       answers[i].status = grpc::Status(
           grpc::StatusCode::UNAVAILABLE,
@@ -694,7 +626,7 @@ absl::Status StatusServer::Start(const std::string& listen_address,
         "Leave)");
   }
   if (!listen_address.empty()) {
-    const absl::Status valid = ValidateHostPort(
+    const absl::Status valid = probe::ValidateHostPort(
         "gRPC listen address", listen_address, /*allow_port_zero=*/true);
     if (!valid.ok()) return valid;
   }

@@ -43,7 +43,9 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "probe/address.h"
 #include "proto/clocksync.pb.h"
+#include "proto/limits.h"
 
 namespace grpc {
 class Server;
@@ -94,35 +96,6 @@ class NodeView {
   virtual absl::StatusOr<HeartbeatResponse> Heartbeat(
       const HeartbeatRequest& request) = 0;
 };
-
-// Limits of the requests (proto/clocksync.proto states them too).
-inline constexpr uint32_t kMinWatchIntervalMs = 50;
-inline constexpr uint32_t kMaxWatchIntervalMs = 60'000;
-inline constexpr uint32_t kDefaultTopologyMaxNodes = 1000;
-inline constexpr uint32_t kMaxTopologyMaxNodes = 100'000;
-inline constexpr uint32_t kDefaultTopologyMaxDepth = 32;
-inline constexpr uint32_t kMaxTopologyMaxDepth = 255;
-inline constexpr int kMaxTopologyPathLength = 256;
-inline constexpr size_t kMaxNodeIdBytes = 64;
-inline constexpr size_t kMaxLeaveReasonBytes = 256;
-inline constexpr int kMaxAvoidIds = 256;
-// Largest message a topology answer may be (about 300 bytes per node).
-inline constexpr int kMaxTopologyMessageBytes = 64 << 20;
-
-// Validation shared by the handlers and clocksyncctl. Each returns OK or
-// INVALID_ARGUMENT with "field: reason".
-//
-// A node id: 1..64 bytes of [A-Za-z0-9._-].
-absl::Status ValidateNodeId(absl::string_view field, absl::string_view node_id);
-// "host:port" or "[v6]:port", port 1..65535 (0 too when allow_port_zero:
-// listen addresses).
-absl::Status ValidateHostPort(absl::string_view field,
-                              absl::string_view address,
-                              bool allow_port_zero = false);
-// A gRPC target or listen address: "host:port" or "unix:PATH" (PATH not
-// empty).
-absl::Status ValidateGrpcAddress(absl::string_view field,
-                                 absl::string_view address);
 
 struct StatusServerOptions {
   // Serve Join and Leave only on the Unix socket (PERMISSION_DENIED on

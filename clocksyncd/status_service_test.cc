@@ -116,23 +116,6 @@ TEST(ValidationTest, NodeIds) {
   EXPECT_TRUE(ValidateNodeId("id", std::string(64, 'a')).ok());
 }
 
-TEST(ValidationTest, Addresses) {
-  EXPECT_TRUE(ValidateHostPort("a", "10.0.0.1:3190").ok());
-  EXPECT_TRUE(ValidateHostPort("a", "node7.cluster:1").ok());
-  EXPECT_TRUE(ValidateHostPort("a", "[::1]:65535").ok());
-  EXPECT_FALSE(ValidateHostPort("a", "10.0.0.1").ok());
-  EXPECT_FALSE(ValidateHostPort("a", ":3190").ok());
-  EXPECT_FALSE(ValidateHostPort("a", "::1:3190").ok());
-  EXPECT_FALSE(ValidateHostPort("a", "host:65536").ok());
-  EXPECT_FALSE(ValidateHostPort("a", "host:0").ok());
-  EXPECT_TRUE(ValidateHostPort("a", "host:0", /*allow_port_zero=*/true).ok());
-  EXPECT_THAT(ValidateHostPort("node.probe_address", "host:x").message(),
-              HasSubstr("node.probe_address: port must be 1..65535"));
-  EXPECT_TRUE(ValidateGrpcAddress("a", "unix:/run/clocksyncd/admin.sock").ok());
-  EXPECT_FALSE(ValidateGrpcAddress("a", "unix:").ok());
-  EXPECT_TRUE(ValidateGrpcAddress("a", "127.0.0.1:3191").ok());
-}
-
 // --- GetStatus and WatchStatus ------------------------------------------
 
 TEST(StatusServiceTest, GetStatusRoundTrip) {

@@ -55,12 +55,13 @@ done
 
 if [[ $build == 1 ]]; then
   deploy/setup.sh >/dev/null
-  bazel build -c opt //clocksyncd:clocksyncd //clocksyncd:cluster_monitor \
-    //clocksyncd:clocksyncctl >&2
-  bin="$(bazel info -c opt bazel-bin 2>/dev/null)/clocksyncd"
+  bazel build -c opt //clocksyncd:clocksyncd //tools/cluster_monitor:cluster_monitor \
+    //tools/clocksyncctl:clocksyncctl >&2
+  bin="$(bazel info -c opt bazel-bin 2>/dev/null)"
 fi
-[[ -x "$bin/clocksyncd" && -x "$bin/cluster_monitor" ]] ||
-  { echo "local_cluster.sh: no clocksyncd or cluster_monitor in '$bin'" >&2; exit 2; }
+daemon="$bin/clocksyncd/clocksyncd" monitor="$bin/tools/cluster_monitor/cluster_monitor"
+[[ -x "$daemon" && -x "$monitor" ]] ||
+  { echo "local_cluster.sh: no clocksyncd/clocksyncd or tools/cluster_monitor/cluster_monitor under '$bin'" >&2; exit 2; }
 if [[ -z "$work" ]]; then
   work="$(mktemp -d /tmp/clocksync-cluster.XXXXXX)"
 else
@@ -86,7 +87,7 @@ if [[ $auth == 1 ]]; then
   auth_flags=(--probe_key_file="$work/probe.key")
 fi
 # Probes on base_port + i, gRPC status (clocksyncctl) on base_port + 100 + i.
-"$bin/clocksyncd" --master --node_id=master --listen="127.0.0.1:$base_port" \
+"$daemon" --master --node_id=master --listen="127.0.0.1:$base_port" \
   --grpc_listen="127.0.0.1:$((base_port + 100))" --max_children="$max_children" \
   --shm_path="$work/master.shm" --status_file="$work/master.status" \
   --probe_interval="$interval" "${auth_flags[@]}" >"$work/master.log" 2>&1 &
@@ -108,7 +109,7 @@ for ((i = 1; i < nodes; i++)); do
   # Offsets within ±2.5 s, frequencies within ±100 ppm, 1 ppb/sqrt(s) wander.
   offset_ms=$(( (i * 1370) % 5000 - 2500 ))
   freq_ppm=$(( (i * 37) % 200 - 100 ))
-  "$bin/clocksyncd" --node_id="n$i" "${place[@]}" \
+  "$daemon" --node_id="n$i" "${place[@]}" \
     --listen="127.0.0.1:$((base_port + i))" --shm_path="$work/n$i.shm" \
     --grpc_listen="127.0.0.1:$((base_port + 100 + i))" \
     --status_file="$work/n$i.status" --probe_interval="$interval" \
@@ -138,4 +139,4 @@ if [[ $detach == 1 ]]; then
 fi
 [[ "$duration" != 0 ]] && monitor_flags+=(--duration_s="$duration")
 [[ $json == 1 ]] && monitor_flags+=(--json)
-"$bin/cluster_monitor" "${monitor_flags[@]}"
+"$monitor" "${monitor_flags[@]}"

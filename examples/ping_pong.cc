@@ -50,7 +50,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "client/clock.h"
-#include "client/tracer.h"
+#include "tracer/tracer.h"
 
 ABSL_FLAG(int, ranks, 4, "processes to start (1..64)");
 ABSL_FLAG(double, duration_s, 120, "how long each rank runs, in seconds");

@@ -45,7 +45,7 @@ BAZEL="${BAZEL:-bazel}"
 read -r -a bazel_build_flags <<<"${BAZEL_BUILD_FLAGS:-}"
 deploy/setup.sh >/dev/null
 $BAZEL build -c opt "${bazel_build_flags[@]}" //clocksyncd:clocksyncd \
-  //clocksyncd:cluster_monitor //clocksyncd:clocksyncctl //examples:ping_pong \
+  //tools/cluster_monitor:cluster_monitor //tools/clocksyncctl:clocksyncctl //examples:ping_pong \
   //tools/trace:clocksync-trace >&2
 bin="$($BAZEL info -c opt bazel-bin 2>/dev/null)"
 
@@ -64,7 +64,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 echo "== starting $nodes daemons (modeled clocks with wander) in $work/cluster" >&2
-deploy/local_cluster.sh --detach --no_build --bin_dir="$bin/clocksyncd" \
+deploy/local_cluster.sh --detach --no_build --bin_dir="$bin" \
   --work_dir="$work/cluster" --nodes="$nodes" --base_port="$base_port"
 
 shms=() ids=()
@@ -73,7 +73,7 @@ for ((r = 0; r < ranks; r++)); do
   shms+=("$work/cluster/n$node.shm")
   ids+=("n$node")
   # Wait until the node is synchronized (its gRPC status on base_port+100+i).
-  "$bin/clocksyncd/clocksyncctl" --target="127.0.0.1:$((base_port + 100 + node))" \
+  "$bin/tools/clocksyncctl/clocksyncctl" --target="127.0.0.1:$((base_port + 100 + node))" \
     wait --max_error_ns=100000 --wait_timeout=90s >/dev/null ||
     { echo "run_trace_demo.sh: node n$node did not synchronize" >&2; exit 1; }
 done

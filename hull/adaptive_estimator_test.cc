@@ -5,7 +5,7 @@
 #include "hull/adaptive_estimator.h"
 
 #include "gtest/gtest.h"
-#include "hull/probe_simulator.h"
+#include "hull/sim/probe_simulator.h"
 
 namespace clocksync::hull {
 namespace {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "hull/naive_separation.h"
+#include "hull/sim/naive_separation.h"
 
 namespace clocksync::hull {
 namespace {

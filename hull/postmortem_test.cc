@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "hull/clock_model.h"
+#include "hull/sim/clock_model.h"
 
 namespace clocksync::hull {
 namespace {

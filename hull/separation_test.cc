@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "hull/naive_separation.h"
+#include "hull/sim/naive_separation.h"
 #include "hull/sliding_hull.h"
 
 namespace clocksync::hull {

@@ -11,7 +11,7 @@
 #include "gtest/gtest.h"
 #include "hull/adaptive_estimator.h"
 #include "hull/estimator.h"
-#include "hull/scenarios.h"
+#include "hull/sim/scenarios.h"
 
 namespace clocksync::hull {
 namespace {

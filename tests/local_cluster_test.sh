@@ -9,7 +9,7 @@
 #     their bounds still contain the master's time, and they say holdover.
 set -euo pipefail
 root="${TEST_SRCDIR}/${TEST_WORKSPACE}"
-bin="$root/clocksyncd"
+monitor="$root/tools/cluster_monitor/cluster_monitor"
 work="$TEST_TMPDIR/cluster"
 port=$((32000 + RANDOM % 2000))
 
@@ -20,12 +20,12 @@ stop_all() {
 }
 trap stop_all EXIT
 
-"$root/deploy/local_cluster.sh" --no_build --bin_dir="$bin" --work_dir="$work" \
+"$root/deploy/local_cluster.sh" --no_build --bin_dir="$root" --work_dir="$work" \
   --detach --base_port="$port" --static --nodes=7 --auth
 mapfile -t flags <"$work/monitor_flags"
 
 echo "== phase 1: 60 s, all nodes"
-"$bin/cluster_monitor" "${flags[@]}" --duration_s=60 --warmup_s=10 --json \
+"$monitor" "${flags[@]}" --duration_s=60 --warmup_s=10 --json \
   >"$work/phase1.json"
 cat "$work/phase1.json"
 python3 - "$work/phase1.json" <<'PY'
@@ -57,7 +57,7 @@ echo "== phase 2: kill n1 (depth 1); n3 and n4 hold over"
 n1_pid=$(awk '$1 == "n1" {print $2}' "$work/pids")
 kill -KILL "$n1_pid"
 children="n3:2:$work/n3.shm:$work/n3.status,n4:2:$work/n4.shm:$work/n4.status"
-"$bin/cluster_monitor" --master="$work/master.shm" --nodes="$children" \
+"$monitor" --master="$work/master.shm" --nodes="$children" \
   --duration_s=20 --warmup_s=2 --json >"$work/phase2.json"
 cat "$work/phase2.json"
 for n in n3 n4; do

@@ -54,7 +54,7 @@ def pids():
 
 def topology():
     """{id: (parent_id, depth, state, unreachable)} and the raw id list."""
-    r = subprocess.run([os.path.join(BIN, "clocksyncctl"), f"--target={MASTER_GRPC}",
+    r = subprocess.run([os.path.join(BIN, "tools/clocksyncctl/clocksyncctl"), f"--target={MASTER_GRPC}",
                         "--json", "tree"], capture_output=True, text=True, timeout=20)
     if r.returncode not in (0, 1):  # 1: some node not synchronized.
         raise RuntimeError(f"clocksyncctl tree: exit {r.returncode}: {r.stderr}")
@@ -74,7 +74,7 @@ class Monitor:
     def __init__(self, names, duration_s):
         specs = ",".join(f"{n}:1:{WORK}/{n}.shm:{WORK}/{n}.status" for n in names)
         self.proc = subprocess.Popen(
-            [os.path.join(BIN, "cluster_monitor"), f"--master={WORK}/master.shm",
+            [os.path.join(BIN, "tools/cluster_monitor/cluster_monitor"), f"--master={WORK}/master.shm",
              f"--nodes={specs}", f"--duration_s={duration_s}", "--warmup_s=0",
              "--interval_s=0.25", "--json"], stdout=subprocess.PIPE, text=True)
 
@@ -134,7 +134,7 @@ def main():
     info, ids = topology()
     depth = max(info[i][1] for i in ids)
     log(f"tree of {len(ids)} nodes, depth {depth}")
-    subprocess.run([os.path.join(BIN, "clocksyncctl"), f"--target={MASTER_GRPC}", "tree"])
+    subprocess.run([os.path.join(BIN, "tools/clocksyncctl/clocksyncctl"), f"--target={MASTER_GRPC}", "tree"])
     if len(ids) != len(set(ids)):
         fail(f"a node is listed twice: {ids}")
     if depth > 4:
@@ -220,7 +220,7 @@ def main():
     i = int(victim[1:])
     with open(f"{WORK}/{victim}.log", "a") as out:
         proc = subprocess.Popen(
-            [os.path.join(BIN, "clocksyncd"), f"--node_id={victim}",
+            [os.path.join(BIN, "clocksyncd/clocksyncd"), f"--node_id={victim}",
              f"--join={MASTER_GRPC}", f"--max_children={MAX_CHILDREN}",
              f"--listen=127.0.0.1:{PORT + i}", f"--grpc_listen=127.0.0.1:{PORT + 100 + i}",
              f"--shm_path={WORK}/{victim}.shm", f"--status_file={WORK}/{victim}.status",
@@ -248,7 +248,7 @@ def main():
     _, ids = topology()
     if len(ids) != len(set(ids)):
         fail(f"a node is listed twice: {ids}")
-    subprocess.run([os.path.join(BIN, "clocksyncctl"), f"--target={MASTER_GRPC}", "tree"])
+    subprocess.run([os.path.join(BIN, "tools/clocksyncctl/clocksyncctl"), f"--target={MASTER_GRPC}", "tree"])
     log("all phases ok")
 
 

@@ -10,4 +10,4 @@ stop_all() {
   while read -r _ pid; do kill -KILL "$pid" 2>/dev/null || true; done <"$work/pids"
 }
 trap stop_all EXIT
-python3 "$root/tests/tree_test.py" "$root/clocksyncd" "$root/deploy/local_cluster.sh" "$work"
+python3 "$root/tests/tree_test.py" "$root" "$root/deploy/local_cluster.sh" "$work"

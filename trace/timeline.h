@@ -41,7 +41,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "hull/clock_condition.h"
-#include "hull/clock_model.h"
+#include "hull/sim/clock_model.h"
 #include "hull/postmortem.h"
 #include "hull/trace_stamp.h"
 #include "trace/trace.h"

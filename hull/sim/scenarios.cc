@@ -1,0 +1,151 @@
+// The standard scenarios; see scenarios.h.
+
+#include "hull/sim/scenarios.h"
+
+namespace clocksync::hull {
+namespace {
+
+constexpr int64_t kUs = 1'000;
+constexpr int64_t kMs = 1'000'000;
+constexpr int64_t kS = 1'000'000'000;
+
+DelayParams Exponential(int64_t min_ns, double mean_ns) {
+  DelayParams d;
+  d.min_ns = min_ns;
+  d.exp_mean_ns = mean_ns;
+  return d;
+}
+
+}  // namespace
+
+std::vector<Scenario> StandardScenarios() {
+  std::vector<Scenario> all;
+  {
+    // chrony's default simulation model (test/simulation/test.common).
+    Scenario s{"101-chrony-default",
+               "freq 1e-4, random-walk wander 1e-9 N(0,1)/s, delay 100 us + "
+               "exp(100 us) each way, 1 Hz, 1 h",
+               {}};
+    s.params.clock.frequency_ppm = 100;
+    s.params.clock.wander_ppb_per_sqrt_s = 1;
+    s.params.clock.offset_ns = 3 * kS;
+    s.params.forward = s.params.backward = Exponential(100 * kUs, 100 * kUs);
+    s.params.interval_ns = kS;
+    s.params.duration_ns = 3600 * kS;
+    s.params.seed = 101;
+    all.push_back(s);
+  }
+  {
+    Scenario s{"102-large-offset-linear",
+               "hours of offset, freq -350 ppm, no wander, delay 50 us + "
+               "exp(20 us), 10 Hz, 10 min",
+               {}};
+    s.params.clock.frequency_ppm = -350;
+    s.params.clock.offset_ns = -5 * 3600 * kS;
+    s.params.forward = s.params.backward = Exponential(50 * kUs, 20 * kUs);
+    s.params.interval_ns = 100 * kMs;
+    s.params.duration_ns = 600 * kS;
+    s.params.seed = 102;
+    all.push_back(s);
+  }
+  {
+    Scenario s{"103-loopback-10hz",
+               "freq 37 ppm, wander 1 ppb/sqrt(s), delay 10 us + exp(5 us), "
+               "10 Hz, 15 min",
+               {}};
+    s.params.clock.frequency_ppm = 37;
+    s.params.clock.wander_ppb_per_sqrt_s = 1;
+    s.params.forward = s.params.backward = Exponential(10 * kUs, 5 * kUs);
+    s.params.turnaround_ns = 3 * kUs;
+    s.params.interval_ns = 100 * kMs;
+    s.params.duration_ns = 900 * kS;
+    s.params.seed = 103;
+    all.push_back(s);
+  }
+  {
+    Scenario s{"104-sine-temperature",
+               "freq 20 ppm + 1 ppm sine over 30 min (temperature), wander 1, "
+               "delay 30 us + exp(30 us), 1 Hz, 1 h",
+               {}};
+    s.params.clock.frequency_ppm = 20;
+    s.params.clock.wander_ppb_per_sqrt_s = 1;
+    s.params.clock.sine_amplitude_ppb = 1000;
+    s.params.clock.sine_period_s = 1800;
+    s.params.forward = s.params.backward = Exponential(30 * kUs, 30 * kUs);
+    s.params.interval_ns = kS;
+    s.params.duration_ns = 3600 * kS;
+    s.params.seed = 104;
+    all.push_back(s);
+  }
+  {
+    Scenario s{"105-step",
+               "freq 20 ppm, wander 1, local clock steps +5 ms at 20 min, "
+               "delay 50 us + exp(50 us), 1 Hz, 40 min",
+               {}};
+    s.params.clock.frequency_ppm = 20;
+    s.params.clock.wander_ppb_per_sqrt_s = 1;
+    s.params.clock.steps = {{1200 * kS, 5 * kMs}};
+    s.params.forward = s.params.backward = Exponential(50 * kUs, 50 * kUs);
+    s.params.interval_ns = kS;
+    s.params.duration_ns = 2400 * kS;
+    s.params.seed = 105;
+    all.push_back(s);
+  }
+  {
+    Scenario s{"106-pareto-loss",
+               "freq -60 ppm, wander 1, delay 200 us + Pareto(1.5, 50 us), "
+               "30% loss, 2 Hz, 1 h",
+               {}};
+    s.params.clock.frequency_ppm = -60;
+    s.params.clock.wander_ppb_per_sqrt_s = 1;
+    DelayParams d;
+    d.min_ns = 200 * kUs;
+    d.pareto_alpha = 1.5;
+    d.pareto_scale_ns = 50 * kUs;
+    s.params.forward = s.params.backward = d;
+    s.params.loss = 0.3;
+    s.params.interval_ns = 500 * kMs;
+    s.params.duration_ns = 3600 * kS;
+    s.params.seed = 106;
+    all.push_back(s);
+  }
+  {
+    Scenario s{"107-outage",
+               "freq 10 ppm, wander 1, delay 20 us + exp(10 us), 10 Hz, "
+               "no samples from 10 to 12 min, 20 min",
+               {}};
+    s.params.clock.frequency_ppm = 10;
+    s.params.clock.wander_ppb_per_sqrt_s = 1;
+    s.params.forward = s.params.backward = Exponential(20 * kUs, 10 * kUs);
+    s.params.interval_ns = 100 * kMs;
+    s.params.outages = {{600 * kS, 720 * kS}};
+    s.params.duration_ns = 1200 * kS;
+    s.params.seed = 107;
+    all.push_back(s);
+  }
+  {
+    Scenario s{"108-asymmetric",
+               "freq 5 ppm, wander 1, forward 80 us + exp(10 us), backward "
+               "20 us + exp(10 us), 4 Hz, 20 min",
+               {}};
+    s.params.clock.frequency_ppm = 5;
+    s.params.clock.wander_ppb_per_sqrt_s = 1;
+    s.params.forward = Exponential(80 * kUs, 10 * kUs);
+    s.params.backward = Exponential(20 * kUs, 10 * kUs);
+    s.params.interval_ns = 250 * kMs;
+    s.params.duration_ns = 1200 * kS;
+    s.params.seed = 108;
+    all.push_back(s);
+  }
+  return all;
+}
+
+const Scenario* FindScenario(const std::vector<Scenario>& all,
+                             const std::string& name) {
+  for (const Scenario& s : all) {
+    if (s.name == name) return &s;
+  }
+  return nullptr;
+}
+
+}  // namespace clocksync::hull

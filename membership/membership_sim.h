@@ -1,0 +1,241 @@
+// membership/membership_sim.h (testonly): many Membership objects in one
+// process, joined by a simulated network, and the invariants of the tree.
+//
+// The simulator plays the daemons' part around membership.h: it sends join
+// requests and follows redirects with JoinWalk, sends heartbeats child ->
+// parent (subtree size, round trip) whose replies carry the chain and lease
+// (AttachmentForChild -> OnParentInfo), counts unanswered heartbeats as
+// missed probes (OnParentProbe), expires silent children, abandons stale
+// parents, rejoins detached nodes through RejoinCandidates() once
+// RejoinAllowedAtNs() has passed, and lets deep leaves move up
+// (ShouldMoveUp, StartMoveUp, OnMovedUp). It decides nothing about
+// placement or cycles itself: that is all the code under test.
+//
+// Nodes can also be cut off for a while (Isolate: a partition around them).
+//
+// Time advances in ticks. In order mode (interleave = false) a message is
+// delivered in the tick it is sent, first in first out: joins complete as
+// if RPCs were synchronous. In interleaved mode every message takes 1 to
+// max_delay_ticks ticks and the messages due in one tick are delivered in
+// random order, so joins, redirects, heartbeats, leaves and failures of
+// many nodes overlap and race. A message to a dead (or departed) node fails:
+// the sender learns it after the same delay, as from an RPC error.
+//
+// Round trips come from a model cluster: pods of racks; 30 µs within a
+// rack, 100 µs within a pod, 400 µs across pods.
+//
+// Invariants: CheckSafety() holds after every step (no cycle, capacity,
+// consistent chains, leases flow down), CheckConverged() once the tree has
+// settled (one tree rooted at the master holding every live node, chains
+// and subtree sizes equal to the real ones, child lists exact).
+
+#ifndef CLOCKSYNC_MEMBERSHIP_MEMBERSHIP_SIM_H_
+#define CLOCKSYNC_MEMBERSHIP_MEMBERSHIP_SIM_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "membership/membership.h"
+
+namespace clocksync {
+
+struct MembershipSimOptions {
+  uint64_t seed = 1;
+  int max_children = 16;
+  // false: delivery in order, in the tick of sending. true: random delays
+  // of 1..max_delay_ticks ticks and random order among due messages.
+  bool interleave = false;
+  int max_delay_ticks = 3;
+  int64_t tick_ns = 10'000'000;
+  int64_t heartbeat_interval_ns = 100'000'000;
+  // A node heartbeats at once (at most once a tick) when its subtree size
+  // or free-slot depth differs from what it last reported, so they reach
+  // the root within a few message delays instead of an interval per level.
+  bool early_heartbeat_on_size_change = true;
+  // > (depth + 2) x (interval + delay) for the deepest trees tested (about
+  // depth 10 at fanout 2); see MembershipConfig::lease_ns.
+  int64_t lease_ns = 2'000'000'000;
+  // 0: the global simulated clock has no rate error, so the invariant
+  // checker can hold the lease rule to the exact nanosecond.
+  int64_t lease_margin_ns = 0;
+  int64_t abandon_parent_after_ns = 3'000'000'000;
+  // Unanswered heartbeats in a row before a parent counts as lost.
+  int missed_heartbeats_for_loss = 3;
+  int64_t child_timeout_ns = 500'000'000;
+  int64_t suspect_child_after_ns = 250'000'000;
+  // MembershipConfig::move_up_min_gain and move_cooldown_ns.
+  int move_up_min_gain = 2;
+  int64_t move_cooldown_ns = 1'000'000'000;
+  // After a walk ran out of candidates, wait this long before the next.
+  int64_t join_retry_ns = 50'000'000;
+  // How a joiner picks among a redirect's equally small children:
+  // kParentOrder takes the parent's pick (smallest subtree, then the
+  // child's round trip to the parent if reported, then id); kNewcomerRtt
+  // measures its own round trip to each alternative and takes the nearest.
+  enum class Choice { kParentOrder, kNewcomerRtt };
+  Choice choice = Choice::kParentOrder;
+  // Children report their round trip to the parent in heartbeats (the
+  // parent's tie-break); false: unknown, ties go by id.
+  bool children_report_rtt = true;
+  int pods = 4;
+  int racks_per_pod = 8;
+};
+
+struct MembershipSimStats {
+  uint64_t messages = 0;
+  uint64_t join_requests = 0;
+  uint64_t accepted = 0;
+  uint64_t redirects = 0;
+  std::map<std::string, uint64_t> rejected;  // By RejectReasonName.
+  uint64_t join_unreachable = 0;
+  uint64_t attach_refused = 0;  // OnAttached failed; the acceptor undone.
+  uint64_t stale_accepts = 0;   // Acceptance for a walk no longer running.
+  uint64_t parents_lost = 0;
+  uint64_t parents_left = 0;
+  uint64_t disowned = 0;
+  uint64_t abandoned = 0;  // ParentStale.
+  uint64_t walks_exhausted = 0;
+  uint64_t move_attempts = 0;       // Leaves that tried to move up ...
+  uint64_t moves = 0;               // ... and those that did.
+  uint64_t move_levels_gained = 0;  // Sum over moves of old - new depth.
+  uint64_t max_walk_hops = 0;
+};
+
+class MembershipSim {
+ public:
+  explicit MembershipSim(const MembershipSimOptions& options);
+
+  const std::string& master_id() const { return master_id_; }
+  // A new node that joins through the given nodes (by id; they become its
+  // --join seeds, given by gRPC address only) or, with none, the master.
+  // It sends its first join in the next Tick().
+  std::string AddNode(const std::vector<std::string>& seed_ids = {});
+  // A node pinned (--parent=) to `parent_id`.
+  std::string AddPinnedNode(const std::string& parent_id);
+  // Crash: the nodes stop at once, all together; nobody is told.
+  void Kill(const std::vector<std::string>& ids);
+  // Clean leave: tells the parent and the children (with the successor).
+  void Leave(const std::string& id);
+  // Network partition: until `until_ns` every message to or from `id`
+  // fails (requests bounce back as unreachable, the rest is lost).
+  void Isolate(const std::string& id, int64_t until_ns);
+  // The id the node added as the `index`-th gets (the master is 0), so a
+  // test can name seeds that do not exist yet.
+  static std::string IdAt(int index);
+
+  // One tick: every live node's periodic work (heartbeats, expiries, join
+  // starts), then delivery of the messages that are due.
+  void Tick();
+  // Ticks until CheckConverged() passes (true) or max_ticks ran (false).
+  bool Settle(int max_ticks);
+
+  // Empty when the always-true invariants hold, else what broke.
+  std::string CheckSafety() const;
+  // Empty when the tree has settled: see the file comment.
+  std::string CheckConverged() const;
+
+  int64_t now_ns() const { return now_ns_; }
+  bool alive(const std::string& id) const;
+  const Membership& node(const std::string& id) const;
+  std::vector<std::string> LiveIds() const;
+  size_t live_count() const;
+  // Over live nodes: the length of the real parent path to the master
+  // (nodes not reaching it are skipped), and its histogram.
+  int MaxDepth() const;
+  std::map<int, int> DepthHistogram() const;
+  // Mean model round trip between each attached live node and its parent.
+  double MeanParentRttNs() const;
+  // Model round trip between two nodes, ns.
+  int64_t Rtt(const std::string& a, const std::string& b) const;
+  // Live ids of a node's real children (live nodes whose parent it is).
+  std::vector<std::string> RealChildren(const std::string& id) const;
+  // One line on a node's view, for failure messages.
+  std::string Describe(const std::string& id) const;
+  std::mt19937_64& rng() { return rng_; }
+  const MembershipSimStats& stats() const { return stats_; }
+  size_t pending_messages() const;
+
+ private:
+  struct Message {
+    enum class Type {
+      kJoin,
+      kJoinReply,
+      kJoinFailed,
+      kHeartbeat,
+      kHeartbeatReply,
+      kHeartbeatFailed,
+      kLeave,
+      kParentLeft,
+    };
+    Type type = Type::kJoin;
+    std::string from;  // Sender id.
+    std::string to;    // Receiver id (resolved from the address).
+    int64_t deliver_at_ns = 0;
+    int64_t sent_ns = 0;   // When the request was sent (replies too).
+    uint64_t walk_id = 0;  // Join messages: which walk.
+    JoinRequestInfo join;
+    JoinDecision decision;
+    int64_t subtree_size = 0;              // Heartbeat.
+    int32_t free_slot_depth = -1;          // Heartbeat.
+    int64_t rtt_ns = -1;                   // Heartbeat.
+    std::optional<Attachment> attachment;  // Heartbeat reply.
+    std::optional<NodeRef> successor;      // Parent left.
+  };
+  struct Node {
+    explicit Node(const MembershipConfig& config) : m(config) {}
+    Membership m;
+    bool alive = true;
+    int pod = 0;
+    int rack = 0;
+    std::optional<JoinWalk> walk;
+    uint64_t walk_id = 0;
+    bool walk_is_move = false;  // A move up (StartMoveUp), not a join.
+    int64_t next_heartbeat_ns = 0;
+    // Subtree size and free-slot depth in the last heartbeat.
+    int64_t reported_size = 0;
+    int32_t reported_free = -1;
+    int64_t next_join_ns = 0;
+  };
+
+  std::string NewId();
+  MembershipConfig BaseConfig(const std::string& id) const;
+  NodeRef RefOf(const std::string& id) const;
+  std::string Resolve(const NodeRef& ref) const;
+  // Whether a message between the two can pass now: both alive, neither
+  // isolated.
+  bool Reachable(const std::string& from, const std::string& to) const;
+  void Send(Message message);
+  void Deliver(const Message& message);
+  void NodeWork(const std::string& id);
+  void SendJoin(const std::string& id);
+  void ContinueWalk(const std::string& id);
+  void CheckNoCycleFrom(const std::string& id);
+  // Real path from `id` up: the ids passed (id first); stops at the master,
+  // a detached node or a dead one. `cycle` set if a node repeats.
+  std::vector<std::string> PathUp(const std::string& id, bool* cycle) const;
+
+  MembershipSimOptions options_;
+  std::mt19937_64 rng_;
+  // Pods and racks of new nodes: a stream of its own, so that every option
+  // set lays out the same cluster for a seed.
+  std::mt19937_64 topology_rng_;
+  int64_t now_ns_ = 0;
+  uint64_t next_walk_id_ = 0;
+  int next_index_ = 0;
+  std::string master_id_;
+  std::map<std::string, Node> nodes_;
+  std::map<std::string, std::string> by_address_;  // gRPC address -> id.
+  std::map<std::string, int64_t> isolated_until_ns_;
+  // Messages in flight, by delivery time.
+  std::map<int64_t, std::vector<Message>> pending_;
+  std::vector<std::string> violations_;  // Found while delivering.
+  MembershipSimStats stats_;
+};
+
+}  // namespace clocksync
+
+#endif  // CLOCKSYNC_MEMBERSHIP_MEMBERSHIP_SIM_H_

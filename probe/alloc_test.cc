@@ -1,0 +1,145 @@
+// probe/alloc_test.cc: the responder's Serve() loop allocates
+// nothing while it answers requests (with and without delay injection), and
+// neither do the requester's SendProbe() and Poll() once created.
+//
+// This binary replaces the global operator new with one that counts the
+// allocations of threads that opted in; it is a separate test so that no
+// other test runs with the replacement.
+
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <new>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "probe/transport.h"
+#include "probe/raw_clock.h"
+#include "gtest/gtest.h"
+
+namespace {
+
+thread_local bool t_counting = false;
+thread_local uint64_t t_allocations = 0;
+
+void* CountedAllocate(std::size_t size) {
+  if (t_counting) ++t_allocations;
+  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
+  throw std::bad_alloc();
+}
+
+}  // namespace
+
+// Every other form of operator new in libstdc++ forwards to these.
+void* operator new(std::size_t size) { return CountedAllocate(size); }
+void* operator new[](std::size_t size) { return CountedAllocate(size); }
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+
+namespace clocksync::probe {
+namespace {
+
+class RawPlusOne : public GlobalTimeSource {
+ public:
+  ParentTime GlobalAt(int64_t raw_ns) const override {
+    ParentTime t;
+    t.global_ns = raw_ns + 1;
+    t.state = kProbeStateSynced;
+    return t;
+  }
+};
+
+// Counts what the requester and the responder allocate while `probes`
+// probes go back and forth after set-up.
+void RunAndCount(const DelayInjection& delay, uint64_t* serve_allocations,
+                 uint64_t* requester_allocations, uint64_t* answered,
+                 std::optional<ProbeKey> key = std::nullopt) {
+  RawPlusOne time;
+  ProbeResponder::Options responder_options;
+  responder_options.listen_address = "127.0.0.1:0";
+  responder_options.time_source = &time;
+  responder_options.delay = delay;
+  responder_options.key = key;
+  auto responder = ProbeResponder::Create(responder_options);
+  ASSERT_TRUE(responder.ok()) << responder.status();
+  ProbeRequester::Options options;
+  options.parent_address =
+      "127.0.0.1:" + std::to_string((*responder)->port());
+  options.delay = delay;
+  options.key = key;
+  auto requester = ProbeRequester::Create(options);
+  ASSERT_TRUE(requester.ok()) << requester.status();
+
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> in_serve{0};
+  absl::Status serve_status;
+  std::thread serving([&] {
+    t_counting = true;
+    absl::Status status = (*responder)->Serve(stop);
+    t_counting = false;
+    in_serve.store(t_allocations);
+    serve_status = status;
+  });
+
+  uint64_t replies = 0;
+  t_counting = true;
+  for (int i = 0; i < 200; ++i) {
+    if (!(*requester)->SendProbe().ok()) break;
+    const int64_t deadline = RawNowNs() + 2'000'000'000;
+    const uint64_t want = replies + 1;
+    while (replies < want && RawNowNs() < deadline) {
+      if (!(*requester)->Poll(50, [&](const ProbeResult&) { ++replies; }).ok()) {
+        break;
+      }
+    }
+  }
+  t_counting = false;
+  *requester_allocations = t_allocations;
+  t_allocations = 0;
+  stop.store(true);
+  serving.join();
+  EXPECT_TRUE(serve_status.ok()) << serve_status;
+  *serve_allocations = in_serve.load();
+  *answered = replies;
+}
+
+TEST(ProbeAllocTest, TheCounterCountsThisThread) {
+  t_counting = true;
+  auto p = std::make_unique<int>(1);
+  t_counting = false;
+  EXPECT_EQ(t_allocations, 1u);
+  t_allocations = 0;
+}
+
+TEST(ProbeAllocTest, NoAllocationWhileServingAndProbing) {
+  uint64_t serve = 0, requester = 0, answered = 0;
+  RunAndCount(DelayInjection{}, &serve, &requester, &answered);
+  EXPECT_EQ(answered, 200u);
+  EXPECT_EQ(serve, 0u);
+  EXPECT_EQ(requester, 0u);
+}
+
+TEST(ProbeAllocTest, NoAllocationWithDelayInjection) {
+  uint64_t serve = 0, requester = 0, answered = 0;
+  RunAndCount(DelayInjection{true, 100'000, 50'000.0, 5}, &serve, &requester,
+              &answered);
+  EXPECT_EQ(answered, 200u);
+  EXPECT_EQ(serve, 0u);
+  EXPECT_EQ(requester, 0u);
+}
+
+TEST(ProbeAllocTest, NoAllocationWithAuthentication) {
+  uint64_t serve = 0, requester = 0, answered = 0;
+  RunAndCount(DelayInjection{}, &serve, &requester, &answered,
+              ProbeKey{0x0123456789abcdefULL, 0x1122334455667788ULL});
+  EXPECT_EQ(answered, 200u);
+  EXPECT_EQ(serve, 0u);
+  EXPECT_EQ(requester, 0u);
+}
+
+}  // namespace
+}  // namespace clocksync::probe

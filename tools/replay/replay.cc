@@ -1,0 +1,134 @@
+// Replay: see replay.h.
+
+#include "tools/replay/replay.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <sstream>
+
+namespace clocksync::hull {
+namespace {
+
+std::string Trim(const std::string& s) {
+  size_t b = 0, e = s.size();
+  while (b < e && (s[b] == ' ' || s[b] == '\t' || s[b] == '\r')) ++b;
+  while (e > b && (s[e - 1] == ' ' || s[e - 1] == '\t' || s[e - 1] == '\r')) --e;
+  return s.substr(b, e - b);
+}
+
+std::vector<std::string> SplitCommas(const std::string& line) {
+  std::vector<std::string> fields;
+  std::string field;
+  std::istringstream stream(line);
+  while (std::getline(stream, field, ',')) fields.push_back(Trim(field));
+  if (!line.empty() && line.back() == ',') fields.push_back("");
+  return fields;
+}
+
+bool ParseInt64(const std::string& text, int64_t* out) {
+  if (text.empty()) return false;
+  errno = 0;
+  char* end = nullptr;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  if (errno != 0 || *end != '\0') return false;
+  *out = v;
+  return true;
+}
+
+}  // namespace
+
+bool ParseSamplesCsv(std::istream& in, const std::string& name,
+                     std::vector<ReplaySample>* out, std::string* error) {
+  static const char* const kColumns[] = {"t1", "t2", "t3", "t4", "truth_ns"};
+  std::string line;
+  int line_number = 0;
+  size_t columns = 0;
+  auto fail = [&](const std::string& what) {
+    *error = name + ":" + std::to_string(line_number) + ": " + what;
+    return false;
+  };
+  while (std::getline(in, line)) {
+    ++line_number;
+    const std::string trimmed = Trim(line);
+    if (trimmed.empty() || trimmed[0] == '#') continue;
+    const std::vector<std::string> fields = SplitCommas(trimmed);
+    if (columns == 0) {
+      if (fields.size() != 4 && fields.size() != 5) {
+        return fail("expected the header t1,t2,t3,t4 (optionally ,truth_ns)");
+      }
+      for (size_t i = 0; i < fields.size(); ++i) {
+        if (fields[i] != kColumns[i]) {
+          return fail("header column " + std::to_string(i + 1) + " is '" +
+                      fields[i] + "', expected '" + kColumns[i] + "'");
+        }
+      }
+      columns = fields.size();
+      continue;
+    }
+    if (fields.size() != columns) {
+      return fail("expected " + std::to_string(columns) + " fields, got " +
+                  std::to_string(fields.size()));
+    }
+    int64_t v[5] = {};
+    for (size_t i = 0; i < columns; ++i) {
+      if (!ParseInt64(fields[i], &v[i])) {
+        return fail(std::string(kColumns[i]) + " is not an integer: '" +
+                    fields[i] + "'");
+      }
+    }
+    ReplaySample s{{v[0], v[1], v[2], v[3]}, std::nullopt};
+    if (columns == 5) s.truth_ns = v[4];
+    out->push_back(s);
+  }
+  if (in.bad()) return fail("read error");
+  if (columns == 0) {
+    line_number = 1;
+    return fail("empty file: expected the header t1,t2,t3,t4");
+  }
+  return true;
+}
+
+ReplaySummary Replay(const std::vector<ReplaySample>& samples,
+                     const AdaptiveConfig& config, int64_t warmup_ns,
+                     std::ostream* out) {
+  ReplaySummary summary;
+  AdaptiveWindowEstimator est(config);
+  if (out != nullptr) *out << "t4,estimate_ns,earliest_ns,latest_ns\n";
+  double sum_sq = 0, sum_half_width = 0;
+  for (const ReplaySample& r : samples) {
+    ++summary.samples;
+    est.Add(r.sample);
+    const int64_t t4 = r.sample.t4_ns;
+    const TimeEstimate e = est.Estimate(t4);
+    if (e.state == SyncState::kUnsynced) {
+      if (out != nullptr) *out << t4 << ",,,\n";
+      continue;
+    }
+    ++summary.synced_rows;
+    if (out != nullptr) {
+      *out << t4 << ',' << e.global_ns << ',' << e.earliest_ns << ','
+           << e.latest_ns << '\n';
+    }
+    if (r.truth_ns && t4 - samples.front().sample.t4_ns >= warmup_ns) {
+      const int64_t error = e.global_ns - *r.truth_ns;
+      ++summary.checks;
+      sum_sq += static_cast<double>(error) * error;
+      summary.max_abs_error_ns =
+          std::max<int64_t>(summary.max_abs_error_ns, std::llabs(error));
+      if (*r.truth_ns < e.earliest_ns || *r.truth_ns > e.latest_ns) {
+        ++summary.bound_violations;
+      }
+      sum_half_width += (e.latest_ns - e.earliest_ns) / 2.0;
+    }
+  }
+  summary.rejected = est.stats().rejected();
+  summary.inconsistencies = est.stats().inconsistencies;
+  if (summary.checks > 0) {
+    summary.rms_error_ns = std::sqrt(sum_sq / summary.checks);
+    summary.mean_bound_half_width_ns = sum_half_width / summary.checks;
+  }
+  return summary;
+}
+
+}  // namespace clocksync::hull

@@ -1,0 +1,242 @@
+// tracer/clocksync_trace.cc: the C API of the tracer (clocksync_trace.h)
+// over clocksync::Tracer (tracer.h).
+
+#include "tracer/clocksync_trace.h"
+
+#include <cstdint>
+#include <new>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/types/span.h"
+#include "shm/shm_layout.h"
+#include "tracer/tracer.h"
+#include "trace/trace.h"
+
+namespace {
+
+using clocksync::Tracer;
+using clocksync::TracerOptions;
+
+thread_local std::string t_last_error;
+
+static_assert(static_cast<int>(CS_TRACE_OTHER_COLLECTIVE) ==
+              static_cast<int>(clocksync::trace::CollectiveKind::kOther));
+static_assert(static_cast<int>(CS_TRACE_ALLGATHER) ==
+              static_cast<int>(clocksync::trace::CollectiveKind::kAllgather));
+static_assert(CS_TRACE_COMM_WORLD == clocksync::trace::kWorldCommunicator);
+
+// The code of a failed Status, remembering its message for
+// cs_trace_last_error.
+int Fail(const absl::Status& status) {
+  try {
+    t_last_error = status.ToString();
+  } catch (const std::bad_alloc&) {
+    t_last_error.clear();
+  }
+  switch (status.code()) {
+    case absl::StatusCode::kOk:
+      return CS_TRACE_OK;
+    case absl::StatusCode::kInvalidArgument:
+      // The environment's errors name the variable.
+      return status.message().find("CLOCKSYNC_") == 0 ? CS_TRACE_ECONFIG
+                                                       : CS_TRACE_EINVAL;
+    case absl::StatusCode::kFailedPrecondition:
+      return Tracer::IsActive() ? CS_TRACE_EALREADY : CS_TRACE_ENOTINIT;
+    case absl::StatusCode::kResourceExhausted:
+      return CS_TRACE_ENOMEM;
+    case absl::StatusCode::kUnavailable:
+    case absl::StatusCode::kNotFound:
+    case absl::StatusCode::kPermissionDenied:
+    case absl::StatusCode::kAlreadyExists:
+    default:
+      return CS_TRACE_EIO;
+  }
+}
+
+// Why a recording call was refused (computed only when it was).
+int RecordError() {
+  return Tracer::IsActive() ? CS_TRACE_EINVAL : CS_TRACE_ENOTINIT;
+}
+
+}  // namespace
+
+extern "C" {
+
+void cs_trace_options_init(cs_trace_options* options) {
+  if (options == nullptr) return;
+  const TracerOptions defaults;
+  *options = cs_trace_options{};
+  options->rank = defaults.rank;
+  options->world_size = defaults.world_size;
+  options->sync_max_messages = defaults.sync_max_messages;
+  options->install_signal_handlers = defaults.install_signal_handlers ? 1 : 0;
+  options->sync_max_duration_ns = defaults.sync_max_duration_ns;
+  options->sync_period_ns = defaults.sync_period_ns;
+  options->buffer_events = defaults.buffer_events;
+  options->read_environment = defaults.read_environment ? 1 : 0;
+}
+
+int cs_trace_init(const cs_trace_options* options) {
+  t_last_error.clear();
+  try {
+    cs_trace_options given;
+    cs_trace_options_init(&given);
+    if (options != nullptr) given = *options;
+    TracerOptions o;
+    if (given.trace_dir != nullptr) o.trace_dir = given.trace_dir;
+    if (given.name != nullptr) o.name = given.name;
+    o.rank = given.rank;
+    o.world_size = given.world_size;
+    if (given.shm_path != nullptr) o.shm_path = given.shm_path;
+    if (given.node_id != nullptr) o.node_id = given.node_id;
+    if (given.master_probe != nullptr) o.master_probe = given.master_probe;
+    if (given.probe_key_file != nullptr) o.probe_key_file = given.probe_key_file;
+    if (given.clock_model_file != nullptr) {
+      o.clock_model_file = given.clock_model_file;
+    }
+    if (given.truth_master_shm != nullptr) {
+      o.truth_master_shm = given.truth_master_shm;
+    }
+    o.sync_max_messages = given.sync_max_messages;
+    o.install_signal_handlers = given.install_signal_handlers != 0;
+    o.sync_max_duration_ns = given.sync_max_duration_ns;
+    o.sync_period_ns = given.sync_period_ns;
+    o.buffer_events = given.buffer_events;
+    o.read_environment = given.read_environment != 0;
+    if (Tracer::IsActive()) {
+      t_last_error = "tracer: already initialized";
+      return CS_TRACE_EALREADY;
+    }
+    const absl::Status status = Tracer::Init(o);
+    if (status.ok()) return CS_TRACE_OK;
+    const int code = Fail(status);
+    // Init's preconditions are about files (a trace_dir that is not a
+    // directory, an unreadable model file), not about the tracer's state.
+    return code == CS_TRACE_ENOTINIT ? CS_TRACE_EIO : code;
+  } catch (const std::bad_alloc&) {
+    return CS_TRACE_ENOMEM;
+  }
+}
+
+int cs_trace_finalize(void) {
+  t_last_error.clear();
+  if (!Tracer::IsActive()) {
+    t_last_error = "tracer: not initialized";
+    return CS_TRACE_ENOTINIT;
+  }
+  try {
+    const absl::Status status = Tracer::Finalize();
+    if (status.ok()) return CS_TRACE_OK;
+    t_last_error = status.ToString();
+    return CS_TRACE_EIO;
+  } catch (const std::bad_alloc&) {
+    return CS_TRACE_ENOMEM;
+  }
+}
+
+int32_t cs_trace_region_def(const char* name) {
+  if (name == nullptr) {
+    t_last_error = "cs_trace_region_def: name is NULL";
+    return CS_TRACE_EINVAL;
+  }
+  try {
+    absl::StatusOr<uint32_t> id = Tracer::DefineRegion(name);
+    if (!id.ok()) return Fail(id.status());
+    return static_cast<int32_t>(*id);
+  } catch (const std::bad_alloc&) {
+    return CS_TRACE_ENOMEM;
+  }
+}
+
+int32_t cs_trace_comm_def(const char* name, const int32_t* ranks, int32_t n) {
+  if (name == nullptr || ranks == nullptr || n <= 0) {
+    t_last_error = "cs_trace_comm_def: name or ranks NULL, or n <= 0";
+    return CS_TRACE_EINVAL;
+  }
+  try {
+    absl::StatusOr<uint32_t> id = Tracer::DefineCommunicator(
+        name, absl::MakeConstSpan(ranks, static_cast<size_t>(n)));
+    if (!id.ok()) return Fail(id.status());
+    return static_cast<int32_t>(*id);
+  } catch (const std::bad_alloc&) {
+    return CS_TRACE_ENOMEM;
+  }
+}
+
+int cs_trace_enter(uint32_t region) {
+  return Tracer::Enter(region) ? CS_TRACE_OK : RecordError();
+}
+
+int cs_trace_leave(uint32_t region) {
+  return Tracer::Leave(region) ? CS_TRACE_OK : RecordError();
+}
+
+int cs_trace_send(int32_t peer, uint32_t tag, uint64_t bytes, uint32_t comm) {
+  return Tracer::Send(peer, tag, bytes, comm) ? CS_TRACE_OK : RecordError();
+}
+
+int cs_trace_recv(int32_t peer, uint32_t tag, uint64_t bytes, uint32_t comm) {
+  return Tracer::Recv(peer, tag, bytes, comm) ? CS_TRACE_OK : RecordError();
+}
+
+int cs_trace_collective_begin(cs_trace_collective kind, uint32_t comm,
+                              int32_t root, uint64_t bytes_sent) {
+  return Tracer::CollectiveBegin(
+             static_cast<clocksync::trace::CollectiveKind>(kind), comm, root,
+             bytes_sent)
+             ? CS_TRACE_OK
+             : RecordError();
+}
+
+int cs_trace_collective_end(cs_trace_collective kind, uint32_t comm,
+                            int32_t root, uint64_t bytes_received) {
+  return Tracer::CollectiveEnd(
+             static_cast<clocksync::trace::CollectiveKind>(kind), comm, root,
+             bytes_received)
+             ? CS_TRACE_OK
+             : RecordError();
+}
+
+int cs_trace_timesync(void) {
+  t_last_error.clear();
+  try {
+    const absl::Status status = Tracer::Timesync();
+    if (status.ok()) return CS_TRACE_OK;
+    t_last_error = status.ToString();
+    if (status.code() == absl::StatusCode::kFailedPrecondition &&
+        !Tracer::IsActive()) {
+      return CS_TRACE_ENOTINIT;
+    }
+    return CS_TRACE_ENOMASTER;
+  } catch (const std::bad_alloc&) {
+    return CS_TRACE_ENOMEM;
+  }
+}
+
+const char* cs_trace_strerror(int code) {
+  switch (code) {
+    case CS_TRACE_OK:
+      return "success";
+    case CS_TRACE_EINVAL:
+      return "invalid argument";
+    case CS_TRACE_ENOTINIT:
+      return "tracer not initialized";
+    case CS_TRACE_EALREADY:
+      return "tracer already initialized";
+    case CS_TRACE_EIO:
+      return "trace cannot be written";
+    case CS_TRACE_ECONFIG:
+      return "bad CLOCKSYNC_* environment variable";
+    case CS_TRACE_ENOMASTER:
+      return "master not configured or not answering";
+    case CS_TRACE_ENOMEM:
+      return "out of memory or limit reached";
+    default:
+      return "unknown error";
+  }
+}
+
+const char* cs_trace_last_error(void) { return t_last_error.c_str(); }
+
+}  // extern "C"

@@ -1,0 +1,171 @@
+/*
+ * tracer/clocksync_trace.h: the C API of clocksync's in-process tracer (the
+ * C++ API, with the full description, is client/tracer.h).
+ *
+ *   cs_trace_options options;
+ *   cs_trace_options_init(&options);
+ *   options.trace_dir = "/tmp/traces";
+ *   options.rank = rank;
+ *   options.world_size = size;
+ *   if (cs_trace_init(&options) < 0) {
+ *     fprintf(stderr, "%s\n", cs_trace_last_error());  // names the cause
+ *   }
+ *   int32_t compute = cs_trace_region_def("compute");
+ *   cs_trace_enter(compute);
+ *   ...
+ *   cs_trace_leave(compute);
+ *   cs_trace_send(1, 7, 4096, CS_TRACE_COMM_WORLD);
+ *   cs_trace_timesync();
+ *   cs_trace_finalize();
+ *
+ * Environment variables override the options (CLOCKSYNC_TRACE_DIR,
+ * CLOCKSYNC_TRACE_NAME, CLOCKSYNC_TRACE_RANK, CLOCKSYNC_TRACE_WORLD_SIZE,
+ * CLOCKSYNC_SHM, CLOCKSYNC_NODE_ID, CLOCKSYNC_MASTER_PROBE,
+ * CLOCKSYNC_SYNC_MAX_MESSAGES, CLOCKSYNC_SYNC_MAX_DURATION_MS,
+ * CLOCKSYNC_SYNC_PERIOD_MS, CLOCKSYNC_TRACE_BUFFER_EVENTS,
+ * CLOCKSYNC_TRACE_SIGNALS, CLOCKSYNC_CLOCK_MODEL_FILE,
+ * CLOCKSYNC_TRUTH_MASTER_SHM) unless read_environment is 0.
+ *
+ * All functions return 0 (or an id >= 0) or a negative CS_TRACE_E* code.
+ * The recording functions (enter, leave, send, recv, collective_begin/end)
+ * take no lock, allocate nothing and make no system call beyond the vDSO
+ * clock read in steady state; they are thread-safe. init and finalize must
+ * not overlap with other calls.
+ */
+#ifndef CLOCKSYNC_TRACER_CLOCKSYNC_TRACE_H_
+#define CLOCKSYNC_TRACER_CLOCKSYNC_TRACE_H_
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Error codes: 0 is success, every error is negative. */
+enum {
+  CS_TRACE_OK = 0,
+  /* A NULL pointer, an undefined region or communicator, a peer or root
+   * outside the communicator, a collective end without a begin, or an
+   * invalid option. */
+  CS_TRACE_EINVAL = -1,
+  /* The tracer is not initialized (or was finalized). */
+  CS_TRACE_ENOTINIT = -2,
+  /* cs_trace_init while the tracer is already initialized. */
+  CS_TRACE_EALREADY = -3,
+  /* The trace cannot be written: unwritable directory, disk full, an
+   * archive directory that is not empty (cs_trace_last_error names the
+   * path). */
+  CS_TRACE_EIO = -4,
+  /* A CLOCKSYNC_* environment variable has a bad value (named by
+   * cs_trace_last_error). */
+  CS_TRACE_ECONFIG = -5,
+  /* cs_trace_timesync: no master is configured or it did not answer; an
+   * empty session was recorded. Tracing goes on. */
+  CS_TRACE_ENOMASTER = -6,
+  /* Out of memory, or a limit (e.g. communicators) reached. */
+  CS_TRACE_ENOMEM = -7
+};
+
+/* The world communicator: every rank of the program, in order. */
+#define CS_TRACE_COMM_WORLD 0u
+
+/* Collective operations (the values of clocksync::trace::CollectiveKind). */
+typedef enum cs_trace_collective {
+  CS_TRACE_BARRIER = 0,
+  CS_TRACE_BCAST = 1,
+  CS_TRACE_GATHER = 2,
+  CS_TRACE_SCATTER = 3,
+  CS_TRACE_REDUCE = 4,
+  CS_TRACE_ALLREDUCE = 5,
+  CS_TRACE_ALLTOALL = 6,
+  CS_TRACE_ALLGATHER = 7,
+  CS_TRACE_OTHER_COLLECTIVE = 8
+} cs_trace_collective;
+
+/* Tracer configuration; fill with cs_trace_options_init first. Strings
+ * NULL: the default. Copied by cs_trace_init. */
+typedef struct cs_trace_options {
+  /* Directory the archive goes into (default "."). */
+  const char* trace_dir;
+  /* Archive name: <trace_dir>/<name>.r<rank> (default: the program name). */
+  const char* name;
+  /* This process's rank (default 0) and the program's size (0: unknown). */
+  int32_t rank;
+  int32_t world_size;
+  /* The node's clocksyncd segment (default CLOCKSYNC_DEFAULT_SHM_PATH). */
+  const char* shm_path;
+  /* clocksyncd node id, recorded in the trace (default none). */
+  const char* node_id;
+  /* The master's probe address "host:port" (default none: no sessions). */
+  const char* master_probe;
+  /* The tree's shared probe key file, when the master authenticates probes
+   * (clocksyncd --probe_key_file; default none). */
+  const char* probe_key_file;
+  /* Test features: the modeled-clock side file (default <shm_path>.model
+   * if it exists; "none": never) and the master's segment for the ground
+   * truth (default none). */
+  const char* clock_model_file;
+  const char* truth_master_shm;
+  /* Most exchanges per sync session (default 100). */
+  int32_t sync_max_messages;
+  /* Complete the archive on SIGSEGV, SIGABRT, SIGINT, SIGTERM (default 1). */
+  int32_t install_signal_handlers;
+  /* Longest sync session, ns (default 1 s). */
+  int64_t sync_max_duration_ns;
+  /* Period of background sync sessions, ns (default 0: none). */
+  int64_t sync_period_ns;
+  /* Events per thread buffer (default 65536, 40 bytes each). */
+  int64_t buffer_events;
+  /* Let CLOCKSYNC_* environment variables override these (default 1). */
+  int32_t read_environment;
+  /* Zero. */
+  int32_t reserved;
+} cs_trace_options;
+
+/* Fills *options with the defaults. */
+void cs_trace_options_init(cs_trace_options* options);
+
+/* Starts tracing (NULL: defaults). 0, or CS_TRACE_EALREADY, CS_TRACE_EINVAL,
+ * CS_TRACE_ECONFIG, CS_TRACE_EIO, CS_TRACE_ENOMEM; cs_trace_last_error()
+ * explains. */
+int cs_trace_init(const cs_trace_options* options);
+
+/* Stops tracing and completes the archive. 0, CS_TRACE_ENOTINIT, or
+ * CS_TRACE_EIO when (part of) the trace could not be written. */
+int cs_trace_finalize(void);
+
+/* Defines a region; returns its id (>= 0; the same for the same name) or a
+ * negative code. */
+int32_t cs_trace_region_def(const char* name);
+
+/* Defines a communicator of `n` ranks: ranks[i] is the program rank of its
+ * rank i. Returns its id (>= 1) or a negative code. */
+int32_t cs_trace_comm_def(const char* name, const int32_t* ranks, int32_t n);
+
+/* Recording. `peer` and `root` are ranks within `comm`; root -1: none. */
+int cs_trace_enter(uint32_t region);
+int cs_trace_leave(uint32_t region);
+int cs_trace_send(int32_t peer, uint32_t tag, uint64_t bytes, uint32_t comm);
+int cs_trace_recv(int32_t peer, uint32_t tag, uint64_t bytes, uint32_t comm);
+int cs_trace_collective_begin(cs_trace_collective kind, uint32_t comm,
+                              int32_t root, uint64_t bytes_sent);
+int cs_trace_collective_end(cs_trace_collective kind, uint32_t comm,
+                            int32_t root, uint64_t bytes_received);
+
+/* Runs a sync session with the master now (blocks up to
+ * sync_max_duration_ns). 0, CS_TRACE_ENOTINIT or CS_TRACE_ENOMASTER. */
+int cs_trace_timesync(void);
+
+/* A static description of an error code ("unknown error" for others). */
+const char* cs_trace_strerror(int code);
+
+/* The message of the last failed cs_trace_init, cs_trace_finalize,
+ * cs_trace_*_def or cs_trace_timesync on the calling thread; "" if none.
+ * Valid until the next such call on this thread. */
+const char* cs_trace_last_error(void);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* CLOCKSYNC_TRACER_CLOCKSYNC_TRACE_H_ */

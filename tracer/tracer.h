@@ -1,0 +1,270 @@
+// tracer/tracer.h: clocksync's in-process tracer (C++ API), in the spirit of
+// the Intel Trace Collector's VT API. The C API is client/clocksync_trace.h.
+//
+// The tracer records what a program does (regions entered and left,
+// messages sent and received, collective operations) with compact 51+13-bit
+// stamps of the node's local clock (hull/trace_stamp.h), and everything
+// needed to put those events on the cluster's global timescale afterwards:
+//   - every raw->global mapping the node's clocksyncd published while the
+//     program ran (the "online" correction: exact and recomputable later);
+//   - sync sessions with the master: bursts of ping-pong exchanges at init,
+//     at finalize, at every Timesync() and every sync_period (the classic
+//     post-mortem linear and spline corrections, hull/postmortem.h);
+//   - with a modeled clock (tests only), the ground truth.
+// Each process writes one OTF2 archive, <trace_dir>/<name>.r<rank>
+// (trace/otf2_writer.h; format docs/TRACE_FORMAT.md), streamed as per-thread
+// buffers fill and completed at Finalize(), or from a fatal-signal handler.
+//
+// Example:
+//   clocksync::TracerOptions options;
+//   options.trace_dir = "/tmp/traces";
+//   options.rank = my_rank;
+//   options.world_size = n;
+//   if (absl::Status s = clocksync::Tracer::Init(options); !s.ok()) {
+//     std::cerr << s << "\n";   // e.g. a bad CLOCKSYNC_* variable, named
+//   }
+//   const uint32_t compute = *clocksync::Tracer::DefineRegion("compute");
+//   {
+//     clocksync::ScopedRegion region(compute);   // Enter ... Leave
+//     Work();
+//   }
+//   clocksync::Tracer::Send(/*peer=*/1, /*tag=*/7, /*bytes=*/4096);
+//   clocksync::Tracer::Timesync();
+//   absl::Status written = clocksync::Tracer::Finalize();
+//
+// Recording path (Enter, Leave, Send, Recv, CollectiveBegin/End): one vDSO
+// read of CLOCK_MONOTONIC_RAW, one load of the daemon's seqlock sequence
+// word, a stamp, a 40-byte store into the calling thread's preallocated
+// buffer. No lock, no allocation, no system call in steady state. Slow paths:
+//   - a thread's first event: its buffer is allocated and registered;
+//   - the daemon published a new mapping (the sequence word changed): the
+//     mapping is read and appended to the trace (under a mutex);
+//   - the buffer is full: the thread hands it to the tracer's writer
+//     thread and records on into its second buffer (allocated at the first
+//     hand-off); it waits only if that one fills too before the writer is
+//     done (TracerStats::writer_waits). The OTF2 encoding and the file
+//     writes thus run beside the program, not on its threads (see
+//     //tracer:tracer_benchmark).
+// Events are never dropped silently: when the archive cannot be written
+// (disk full, say) they are counted in TracerStats::events_dropped and
+// Finalize() returns the error.
+//
+// Clocks. Events are stamped with the node's local clock: normally the
+// host's CLOCK_MONOTONIC_RAW (local == raw). When the node's clocksyncd runs
+// a modeled clock (test feature --clock_model), it leaves
+// `<shm_path>.model` ("origin_raw_ns=<int64> spec=<hull clock model spec>")
+// beside its segment; the tracer then stamps events with that same modeled
+// clock, local(raw) = origin + ModeledClock(spec).LocalAt(raw - origin), so
+// that the post-mortem corrections have real offsets and drifts to correct,
+// and with truth_master_shm it records the ground truth.
+//
+// Fail-safe: unless install_signal_handlers is false, SIGSEGV and SIGABRT
+// (and SIGINT and SIGTERM when the program has no handler of its own for
+// them) complete the archive before the process dies: every buffer is
+// flushed and the archive finished once, then the signal's previous action
+// runs. SIGSEGV/SIGABRT do it in the handler, on an alternate signal stack
+// (sigaltstack, 256 KiB per recording thread that has none); SIGINT/SIGTERM
+// hand it to the tracer's service thread (normal locks, no risk of a
+// deadlock) and re-raise when it is done. Known limit: OTF2 allocates memory
+// and uses stdio, so a crash inside malloc or inside the archive writer may
+// hang or lose the tail; the writer's last complete chunk stays readable.
+// SIGKILL cannot be caught: the service thread streams regions,
+// communicators, mapping records and sessions to the archive's sidecar at
+// least every 0.2 s, so that the reader can rebuild the definitions of an
+// archive its process never finished and read the events on disk.
+//
+// Daemon absent at init: the trace is written all the same, without
+// mapping records (no online correction); a daemon that appears or
+// restarts later is picked up within ~0.2 s. Master unreachable: a warning
+// on stderr and empty sync sessions; the program is never failed by it.
+//
+// Thread safety: the recording functions, DefineRegion,
+// DefineCommunicator, Timesync, SetThreadName and Stats may be called from
+// any thread at any time. Init and Finalize must not overlap with any other
+// call: call Init before the threads that record start, Finalize after they
+// stopped recording (joined threads flush their buffers when they exit).
+// Recording calls before Init or after Finalize do nothing and return false.
+
+#ifndef CLOCKSYNC_TRACER_TRACER_H_
+#define CLOCKSYNC_TRACER_TRACER_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "shm/shm_layout.h"
+#include "trace/trace.h"
+
+namespace clocksync {
+
+// Configuration of the tracer. Every field can be overridden by an
+// environment variable (ApplyTracerEnvironment; Init applies them unless
+// read_environment is false). A bad value is an error naming the variable.
+struct TracerOptions {
+  // Directory the archive goes into (created if missing, one level).
+  // CLOCKSYNC_TRACE_DIR.
+  std::string trace_dir = ".";
+  // Archive name; the archive is <trace_dir>/<name>.r<rank>. Empty: the
+  // program's name. CLOCKSYNC_TRACE_NAME.
+  std::string name;
+  // This process's rank in the program (0..world_size-1).
+  // CLOCKSYNC_TRACE_RANK.
+  int32_t rank = 0;
+  // Ranks in the program (the world communicator, id 0); 0: unknown (the
+  // world then lists the ranks seen). CLOCKSYNC_TRACE_WORLD_SIZE.
+  int32_t world_size = 0;
+  // The node's clocksyncd segment. CLOCKSYNC_SHM.
+  std::string shm_path = CLOCKSYNC_DEFAULT_SHM_PATH;
+  // clocksyncd node id, for the trace's process info ("" unknown).
+  // CLOCKSYNC_NODE_ID.
+  std::string node_id;
+  // Test feature: the modeled-clock side file. Empty: <shm_path>.model if
+  // it exists; "none": never a model. CLOCKSYNC_CLOCK_MODEL_FILE.
+  std::string clock_model_file;
+  // Test feature: the master's segment, read at init for the ground truth
+  // (global = raw + offset). Empty: no ground truth.
+  // CLOCKSYNC_TRUTH_MASTER_SHM.
+  std::string truth_master_shm;
+  // The master's probe address "host:port" for sync sessions. Empty: no
+  // sync sessions (a warning at init). CLOCKSYNC_MASTER_PROBE.
+  std::string master_probe;
+  // The tree's shared probe key file (clocksyncd --probe_key_file), when
+  // the master authenticates probes. Empty: none.
+  // CLOCKSYNC_PROBE_KEY_FILE.
+  std::string probe_key_file;
+  // Most exchanges per sync session (0: sessions are empty).
+  // CLOCKSYNC_SYNC_MAX_MESSAGES.
+  int32_t sync_max_messages = 100;
+  // Longest sync session, ns. CLOCKSYNC_SYNC_MAX_DURATION_MS (in ms).
+  int64_t sync_max_duration_ns = 1'000'000'000;
+  // Longest wait for one reply before the next request, ns.
+  int64_t sync_reply_timeout_ns = 100'000'000;
+  // Period of background sync sessions, ns; 0: none.
+  // CLOCKSYNC_SYNC_PERIOD_MS (in ms).
+  int64_t sync_period_ns = 0;
+  // Events per thread buffer (40 bytes each; each recording thread has two
+  // once its first buffer filled, one being written while it records into
+  // the other). 16..2^26. CLOCKSYNC_TRACE_BUFFER_EVENTS.
+  int64_t buffer_events = 65536;
+  // Complete the archive on SIGSEGV, SIGABRT, SIGINT, SIGTERM.
+  // CLOCKSYNC_TRACE_SIGNALS (0 or 1).
+  bool install_signal_handlers = true;
+  // Let CLOCKSYNC_* variables override the fields above at Init.
+  bool read_environment = true;
+};
+
+// Overrides fields of *options from the CLOCKSYNC_* variables listed above.
+// InvalidArgument names the variable and the bad value.
+absl::Status ApplyTracerEnvironment(TracerOptions* options);
+
+// Counters of the current (or last) tracing session.
+struct TracerStats {
+  uint64_t events_recorded = 0;  // accepted by the recording functions
+  uint64_t events_written = 0;   // handed to the archive successfully
+  uint64_t events_dropped = 0;   // lost because the archive failed
+  uint64_t events_rejected = 0;  // bad arguments (undefined region, ...)
+  uint64_t mapping_records = 0;  // mapping changes recorded
+  uint64_t sync_sessions = 0;    // sessions run (empty ones included)
+  uint64_t sync_exchanges = 0;   // exchanges over all sessions
+  uint64_t threads = 0;          // threads that recorded
+  uint64_t flushes = 0;          // buffers written before Finalize
+  uint64_t writer_waits = 0;     // full buffers that waited for the writer
+  bool has_model = false;        // events are on a modeled clock
+  std::string archive_dir;       // where the archive goes
+  std::string first_error;       // first archive error ("" none)
+};
+
+// The process-wide tracer. All members are static: there is one tracer per
+// process (signal handlers and per-thread buffers are process-wide), and it
+// can be initialized again after Finalize (a new archive).
+class Tracer {
+ public:
+  Tracer() = delete;
+
+  // Starts tracing: reads the environment (see TracerOptions), creates the
+  // archive directory, maps the daemon's segment (absent: a warning), reads
+  // a modeled clock if there is one, runs the init sync session, starts the
+  // service thread (segment watch, periodic sessions, SIGINT/SIGTERM) and
+  // the writer thread (full buffers), and installs the signal handlers. Errors: InvalidArgument (options or
+  // environment), AlreadyExists (the archive directory is not empty; or
+  // FailedPrecondition when the tracer is already initialized), and the
+  // writer's errors naming the path. On error nothing is left running.
+  static absl::Status Init(const TracerOptions& options = TracerOptions());
+
+  // Stops tracing: runs the finalize sync session, flushes every buffer,
+  // and finishes the archive. Returns the first error writing the archive
+  // had (events were then counted as dropped); FailedPrecondition when not
+  // initialized. The tracer is stopped in every case.
+  static absl::Status Finalize();
+
+  // Whether Init succeeded and Finalize has not run.
+  static bool IsActive() noexcept;
+
+  // Defines a region and returns its id (the same id for the same name).
+  // FailedPrecondition when not initialized.
+  static absl::StatusOr<uint32_t> DefineRegion(absl::string_view name);
+
+  // Defines a communicator: `ranks[i]` is the program rank of its rank i
+  // (each in 0..world_size-1 when world_size is known, no duplicates).
+  // Returns its id (1, 2, ...; 0 is the world). At most 1023.
+  static absl::StatusOr<uint32_t> DefineCommunicator(
+      absl::string_view name, absl::Span<const int32_t> ranks);
+
+  // --- recording (the hot path) ---------------------------------------------
+  // Each records one event now on the calling thread and returns true, or
+  // returns false and records nothing when the tracer is not active or an
+  // argument is invalid (an undefined region or communicator, a peer or
+  // root outside the communicator, a collective end without a begin;
+  // counted in events_rejected). `peer` and `root` are ranks within `comm`.
+
+  static bool Enter(uint32_t region) noexcept;
+  static bool Leave(uint32_t region) noexcept;
+  static bool Send(int32_t peer, uint32_t tag, uint64_t bytes,
+                   uint32_t comm = trace::kWorldCommunicator) noexcept;
+  static bool Recv(int32_t peer, uint32_t tag, uint64_t bytes,
+                   uint32_t comm = trace::kWorldCommunicator) noexcept;
+  // root: -1 for collectives without one. bytes_sent: this process's
+  // contribution.
+  static bool CollectiveBegin(trace::CollectiveKind kind, uint32_t comm,
+                              int32_t root, uint64_t bytes_sent) noexcept;
+  // Must follow this thread's CollectiveBegin (they nest).
+  static bool CollectiveEnd(trace::CollectiveKind kind, uint32_t comm,
+                            int32_t root, uint64_t bytes_received) noexcept;
+
+  // --- the rest -------------------------------------------------------------
+
+  // Runs a sync session with the master now (blocks for up to
+  // sync_max_duration_ns). An unreachable master gives a warning and an
+  // empty session, and Unavailable here; FailedPrecondition when not
+  // initialized. Never fails the trace.
+  static absl::Status Timesync();
+
+  // Names the calling thread in the trace (before its first buffer is
+  // written; later names are ignored). Default: "main" for the thread that
+  // called Init, else the thread's system name or "thread <index>".
+  static void SetThreadName(absl::string_view name);
+
+  // Counters of the current session (of the last one after Finalize).
+  static TracerStats Stats();
+};
+
+// Enter on construction, Leave on destruction.
+class ScopedRegion {
+ public:
+  explicit ScopedRegion(uint32_t region) noexcept : region_(region) {
+    Tracer::Enter(region_);
+  }
+  ~ScopedRegion() { Tracer::Leave(region_); }
+  ScopedRegion(const ScopedRegion&) = delete;
+  ScopedRegion& operator=(const ScopedRegion&) = delete;
+
+ private:
+  uint32_t region_;
+};
+
+}  // namespace clocksync
+
+#endif  // CLOCKSYNC_TRACER_TRACER_H_
