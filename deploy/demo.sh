@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The main demo: installs what the build needs, builds the tools, and shows
 # the two-hull estimator's accuracy against a known truth:
-#   1. the bundled sample (hull/testdata/chrony_default_10min.csv) through
+#   1. the bundled sample (tools/replay/testdata/chrony_default_10min.csv) through
 #      //tools/replay:replay, as anyone would replay their own recorded samples;
-#   2. every standard scenario (hull/scenarios.cc) simulated and replayed.
+#   2. every standard scenario (hull/sim/scenarios.cc) simulated and replayed.
 # Usage: deploy/demo.sh [--window_s=300]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,7 +14,7 @@ bin="$(bazel info -c opt bazel-bin 2>/dev/null)/tools"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
-echo "== bundled sample: hull/testdata/chrony_default_10min.csv"
+echo "== bundled sample: tools/replay/testdata/chrony_default_10min.csv"
 "$bin/replay/replay" --input=tools/replay/testdata/chrony_default_10min.csv \
   --output="$work/out.csv" "$@"
 echo "   (rows t4,estimate_ns,earliest_ns,latest_ns; last three:)"
