@@ -22,6 +22,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "grpcpp/grpcpp.h"
+#include "membership/membership.h"
 #include "proto/clocksync.grpc.pb.h"
 
 namespace clocksync {
@@ -88,13 +89,17 @@ absl::Status ValidateJoinRequest(const JoinRequest& request) {
   }
   absl::Status status = ValidateNodeAddress("node", request.node());
   if (!status.ok()) return status;
-  if (request.subtree_size() < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "subtree_size: must be >= 0, got ", request.subtree_size()));
+  if (request.subtree_size() < 0 ||
+      request.subtree_size() > Membership::kMaxSubtreeSize) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("subtree_size: must be 0..", Membership::kMaxSubtreeSize,
+                     ", got ", request.subtree_size()));
   }
-  if (request.free_slot_depth() < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "free_slot_depth: must be >= 0, got ", request.free_slot_depth()));
+  if (request.free_slot_depth() < 0 ||
+      request.free_slot_depth() > Membership::kNoFreeSlot) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("free_slot_depth: must be 0..", Membership::kNoFreeSlot,
+                     ", got ", request.free_slot_depth()));
   }
   if (request.avoid_ids_size() > kMaxAvoidIds) {
     return absl::InvalidArgumentError(
@@ -106,26 +111,35 @@ absl::Status ValidateJoinRequest(const JoinRequest& request) {
                             request.avoid_ids(i));
     if (!status.ok()) return status;
   }
-  if (request.has_max_depth() && request.max_depth() < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "max_depth: must be >= 1 when set, got ", request.max_depth()));
+  if (request.has_max_depth() &&
+      (request.max_depth() < 1 ||
+       request.max_depth() > static_cast<int32_t>(kMaxTopologyMaxDepth))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_depth: must be 1..", kMaxTopologyMaxDepth,
+                     " when set, got ", request.max_depth()));
   }
   return absl::OkStatus();
 }
 
 absl::Status ValidateHeartbeatRequest(const HeartbeatRequest& request) {
   absl::Status status = ValidateNodeId("node_id", request.node_id());
-  if (status.ok() && request.subtree_size() < 1) {
-    status = absl::InvalidArgumentError(absl::StrCat(
-        "subtree_size: must be >= 1, got ", request.subtree_size()));
+  if (status.ok() && (request.subtree_size() < 1 ||
+                      request.subtree_size() > Membership::kMaxSubtreeSize)) {
+    status = absl::InvalidArgumentError(
+        absl::StrCat("subtree_size: must be 1..", Membership::kMaxSubtreeSize,
+                     ", got ", request.subtree_size()));
   }
-  if (status.ok() && request.free_slot_depth() < 0) {
-    status = absl::InvalidArgumentError(absl::StrCat(
-        "free_slot_depth: must be >= 0, got ", request.free_slot_depth()));
+  if (status.ok() && (request.free_slot_depth() < 0 ||
+                      request.free_slot_depth() > Membership::kNoFreeSlot)) {
+    status = absl::InvalidArgumentError(
+        absl::StrCat("free_slot_depth: must be 0..", Membership::kNoFreeSlot,
+                     ", got ", request.free_slot_depth()));
   }
-  if (status.ok() && request.rtt_ns() < -1) {
-    status = absl::InvalidArgumentError(absl::StrCat(
-        "rtt_ns: must be >= -1 (-1: unknown), got ", request.rtt_ns()));
+  if (status.ok() &&
+      (request.rtt_ns() < -1 || request.rtt_ns() > kMaxReportedRttNs)) {
+    status = absl::InvalidArgumentError(
+        absl::StrCat("rtt_ns: must be -1 (unknown) ..", kMaxReportedRttNs,
+                     ", got ", request.rtt_ns()));
   }
   return status;
 }

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <limits>
 #include <string>
 #include <thread>
 #include <vector>
@@ -421,6 +422,26 @@ TEST(MembershipTest, JoinIsValidatedThenForwarded) {
        "node.grpc_address"},
       {[](JoinRequest* r) { r->set_subtree_size(-1); }, "subtree_size"},
       {[](JoinRequest* r) { r->set_free_slot_depth(-2); }, "free_slot_depth"},
+      // Overflow attacks: sizes and depths a parent would sum or add to.
+      {[](JoinRequest* r) {
+         r->set_subtree_size(std::numeric_limits<int64_t>::max());
+       },
+       "subtree_size: must be 0..16777216"},
+      {[](JoinRequest* r) {
+         r->set_free_slot_depth(std::numeric_limits<int32_t>::max());
+       },
+       "free_slot_depth: must be 0..1048576"},
+      {[](JoinRequest* r) { r->set_max_depth(100000); }, "max_depth"},
+      {[](JoinRequest* r) {
+         r->mutable_node()->set_probe_address(std::string(1 << 20, 'h') +
+                                              ":3190");
+       },
+       "node.probe_address: host longer than 253 bytes"},
+      {[](JoinRequest* r) {
+         r->mutable_node()->set_grpc_address("unix:/" +
+                                             std::string(1 << 20, 'p'));
+       },
+       "node.grpc_address: unix socket path longer"},
       {[](JoinRequest* r) { r->add_avoid_ids("n1 "); }, "avoid_ids[0]"},
       {[](JoinRequest* r) {
          for (int i = 0; i <= 256; ++i) r->add_avoid_ids("x");
@@ -438,6 +459,47 @@ TEST(MembershipTest, JoinIsValidatedThenForwarded) {
     EXPECT_THAT(rpc.error_message(), HasSubstr(b.field));
   }
   EXPECT_EQ(node.view.join_requests().size(), 2u);  // None forwarded.
+}
+
+TEST(MembershipTest, HeartbeatIsRangeCheckedBeforeItReachesTheNode) {
+  ServedNode node("n1");
+  auto stub = StubFor(node.address);
+  struct Bad {
+    std::function<void(HeartbeatRequest*)> spoil;
+    std::string field;
+  };
+  const std::vector<Bad> bad = {
+      {[](HeartbeatRequest* r) { r->set_subtree_size(0); }, "subtree_size"},
+      {[](HeartbeatRequest* r) {
+         r->set_subtree_size(std::numeric_limits<int64_t>::max());
+       },
+       "subtree_size: must be 1..16777216"},
+      {[](HeartbeatRequest* r) {
+         r->set_free_slot_depth(std::numeric_limits<int32_t>::max());
+       },
+       "free_slot_depth: must be 0..1048576"},
+      {[](HeartbeatRequest* r) { r->set_rtt_ns(-2); }, "rtt_ns"},
+      {[](HeartbeatRequest* r) {
+         r->set_rtt_ns(std::numeric_limits<int64_t>::max());
+       },
+       "rtt_ns"},
+      {[](HeartbeatRequest* r) { r->set_node_id(std::string(65, 'n')); },
+       "node_id"},
+  };
+  for (const Bad& b : bad) {
+    HeartbeatRequest request;
+    request.set_node_id("n9");
+    request.set_subtree_size(3);
+    request.set_free_slot_depth(1);
+    request.set_rtt_ns(50'000);
+    b.spoil(&request);
+    grpc::ClientContext context;
+    SetDeadline(&context, absl::Seconds(5));
+    HeartbeatResponse response;
+    const grpc::Status rpc = stub->Heartbeat(&context, request, &response);
+    EXPECT_EQ(rpc.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << b.field;
+    EXPECT_THAT(rpc.error_message(), HasSubstr(b.field));
+  }
 }
 
 TEST(MembershipTest, JoinWithoutOutcomeIsAnInternalError) {

@@ -98,6 +98,16 @@ int CeilLog(int64_t n, int fanout) {
 
 // --- Membership ---------------------------------------------------------
 
+// Reports from children are trusted only within these ranges (a hostile or
+// broken child must not overflow the sums or depths computed from them).
+int64_t Membership::ClampSubtree(int64_t subtree_size) {
+  return std::clamp<int64_t>(subtree_size, 1, kMaxSubtreeSize);
+}
+
+int32_t Membership::ClampFreeSlotDepth(int32_t free_slot_depth) {
+  return std::clamp<int32_t>(free_slot_depth, 0, kNoFreeSlot);
+}
+
 Membership::Membership(MembershipConfig config)
     : config_(std::move(config)),
       state_(config_.master ? MembershipState::kMaster
@@ -105,7 +115,9 @@ Membership::Membership(MembershipConfig config)
 
 int64_t Membership::SubtreeSize() const {
   int64_t size = 1;
-  for (const auto& [id, child] : children_) size += child.subtree_size;
+  for (const auto& [id, child] : children_) {
+    size = std::min(size + ClampSubtree(child.subtree_size), kMaxSubtreeSize);
+  }
   return size;
 }
 
@@ -152,8 +164,8 @@ JoinDecision Membership::Accept(const JoinRequestInfo& request,
                                 int64_t now_ns) {
   ChildInfo& child = children_[request.newcomer.node_id];
   child.ref = request.newcomer;
-  child.subtree_size = std::max<int64_t>(1, request.subtree_size);
-  child.free_slot_depth = std::max<int32_t>(0, request.free_slot_depth);
+  child.subtree_size = ClampSubtree(request.subtree_size);
+  child.free_slot_depth = ClampFreeSlotDepth(request.free_slot_depth);
   child.last_heard_ns = now_ns;
   child.pinned = request.pinned;
   JoinDecision decision;
@@ -282,8 +294,9 @@ JoinDecision Membership::HandleJoin(const JoinRequestInfo& request,
   // Count the newcomer into that subtree at once, so that a burst of joins
   // arriving before the next report spreads over the children instead of
   // piling onto one. The child's next report replaces the guess.
-  children_[decision.redirect_to.node_id].subtree_size +=
-      std::max<int64_t>(1, request.subtree_size);
+  int64_t& guess = children_[decision.redirect_to.node_id].subtree_size;
+  guess = std::min(guess + ClampSubtree(request.subtree_size),
+                   kMaxSubtreeSize);
   return decision;
 }
 
@@ -296,9 +309,11 @@ bool Membership::OnChildHeard(const std::string& child_id, int64_t subtree_size,
                               int32_t free_slot_depth) {
   auto it = children_.find(child_id);
   if (it == children_.end()) return false;
-  it->second.subtree_size = std::max<int64_t>(1, subtree_size);
+  it->second.subtree_size = ClampSubtree(subtree_size);
   if (rtt_ns >= 0) it->second.rtt_ns = rtt_ns;
-  if (free_slot_depth >= 0) it->second.free_slot_depth = free_slot_depth;
+  if (free_slot_depth >= 0) {
+    it->second.free_slot_depth = ClampFreeSlotDepth(free_slot_depth);
+  }
   it->second.last_heard_ns = std::max(it->second.last_heard_ns, now_ns);
   return true;
 }

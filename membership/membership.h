@@ -270,6 +270,12 @@ class Membership {
   // heartbeats, like SubtreeSize().
   int32_t FreeSlotDepth(int64_t now_ns) const;
   static constexpr int32_t kNoFreeSlot = 1 << 20;
+  // Largest subtree a report may claim: far above any real cluster, small
+  // enough that sums over children never overflow. Reports outside
+  // [1, kMaxSubtreeSize] or free-slot depths outside [0, kNoFreeSlot] are
+  // refused by the service and clamped here; SubtreeSize() saturates, so a
+  // child that claims too much cannot make this node's own report invalid.
+  static constexpr int64_t kMaxSubtreeSize = int64_t{1} << 24;
   // The master always; an attached node until its lease runs out.
   bool HasLease(int64_t now_ns) const;
   int64_t lease_expiry_ns() const { return lease_expiry_ns_; }
@@ -379,6 +385,9 @@ class Membership {
 
  private:
   enum class DetachCause { kNew, kLost, kLeft, kDisowned };
+
+  static int64_t ClampSubtree(int64_t subtree_size);
+  static int32_t ClampFreeSlotDepth(int32_t free_slot_depth);
 
   int64_t GrantLease(int64_t now_ns);
   int32_t LandingDepth(int64_t now_ns) const;

@@ -15,6 +15,7 @@
 #include <iostream>
 #include <map>
 #include <set>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -145,6 +146,31 @@ TEST(MembershipTest, AcceptsUntilFullThenRedirectsToSmallestSubtree) {
   // The child's next report replaces the guess.
   m.OnChildHeard("b", 2, -1, 4);
   EXPECT_EQ(m.children().at("b").subtree_size, 2);
+}
+
+// A hostile or broken child claiming an absurd subtree or free-slot depth
+// must not overflow this node's sums (which its own parent would then
+// refuse, detaching it and its subtree).
+TEST(MembershipTest, ChildReportsAreClampedAndSumsSaturate) {
+  Membership m(Config("m", 3, true));
+  constexpr int64_t kHuge = std::numeric_limits<int64_t>::max();
+  ASSERT_EQ(m.HandleJoin(Request("a", kHuge), 1).kind,
+            JoinDecision::Kind::kAccepted);
+  ASSERT_EQ(m.HandleJoin(Request("b", kHuge), 1).kind,
+            JoinDecision::Kind::kAccepted);
+  EXPECT_EQ(m.children().at("a").subtree_size, Membership::kMaxSubtreeSize);
+  EXPECT_EQ(m.SubtreeSize(), Membership::kMaxSubtreeSize);
+  m.OnChildHeard("a", kHuge, -1, 2, std::numeric_limits<int32_t>::max());
+  EXPECT_EQ(m.children().at("a").free_slot_depth, Membership::kNoFreeSlot);
+  EXPECT_EQ(m.SubtreeSize(), Membership::kMaxSubtreeSize);
+  ASSERT_EQ(m.HandleJoin(Request("c"), 3).kind, JoinDecision::Kind::kAccepted);
+  // Full now; the redirect guess saturates too.
+  m.OnChildHeard("b", 5, -1, 4, 0);
+  const JoinDecision d = m.HandleJoin(Request("d", kHuge), 5);
+  ASSERT_EQ(d.kind, JoinDecision::Kind::kRedirect);
+  EXPECT_LE(m.children().at(d.redirect_to.node_id).subtree_size,
+            Membership::kMaxSubtreeSize);
+  EXPECT_GE(m.FreeSlotDepth(5), 0);
 }
 
 TEST(MembershipTest, ShallowestFreeSlotComesBeforeSmallestSubtree) {

@@ -9,13 +9,18 @@
 
 namespace clocksync::probe {
 
+// Errors quote at most this much of a bad address (a hostile one may be
+// megabytes long).
+constexpr size_t kMaxEchoBytes = 80;
+
 absl::StatusOr<HostPort> ParseHostPort(absl::string_view field,
                                        absl::string_view address,
                                        AddressRules rules) {
   auto bad = [&](absl::string_view why) {
     return absl::InvalidArgumentError(
         absl::StrCat(field, ": ", why, " (want HOST:PORT), got \"",
-                     absl::CHexEscape(address), "\""));
+                     absl::CHexEscape(address.substr(0, kMaxEchoBytes)),
+                     address.size() > kMaxEchoBytes ? "\"..." : "\""));
   };
   if (address.empty()) return bad("empty");
   const size_t colon = address.rfind(':');
@@ -31,6 +36,9 @@ absl::StatusOr<HostPort> ParseHostPort(absl::string_view field,
     return bad("IPv6 addresses need brackets, e.g. [::1]:3190");
   }
   if (host.empty() && !rules.allow_empty_host) return bad("empty host");
+  if (host.size() > kMaxHostBytes) {
+    return bad(absl::StrCat("host longer than ", kMaxHostBytes, " bytes"));
+  }
   for (const char c : host) {
     if (absl::ascii_isspace(static_cast<unsigned char>(c)) ||
         !absl::ascii_isprint(static_cast<unsigned char>(c)) || c == '/') {
@@ -61,6 +69,11 @@ absl::Status ValidateGrpcAddress(absl::string_view field,
     if (address.size() == 5) {
       return absl::InvalidArgumentError(
           absl::StrCat(field, ": empty path after \"unix:\""));
+    }
+    if (address.size() - 5 > kMaxUnixPathBytes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, ": unix socket path longer than ", kMaxUnixPathBytes,
+          " bytes (", address.size() - 5, ")"));
     }
     return absl::OkStatus();
   }

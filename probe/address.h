@@ -6,6 +6,7 @@
 #ifndef CLOCKSYNC_PROBE_ADDRESS_H_
 #define CLOCKSYNC_PROBE_ADDRESS_H_
 
+#include <cstddef>
 #include <string>
 
 #include "absl/status/status.h"
@@ -13,6 +14,11 @@
 #include "absl/strings/string_view.h"
 
 namespace clocksync::probe {
+
+// A DNS name has at most 253 characters; a Unix socket path must fit
+// sockaddr_un's 108 bytes with its terminating NUL.
+inline constexpr size_t kMaxHostBytes = 253;
+inline constexpr size_t kMaxUnixPathBytes = 107;
 
 struct HostPort {
   std::string host;  // without brackets; may be empty if allowed

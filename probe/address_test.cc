@@ -45,6 +45,19 @@ TEST(AddressTest, ParsesHostAndPort) {
               HasSubstr("unbalanced"));
 }
 
+TEST(AddressTest, LengthsAreCapped) {
+  EXPECT_TRUE(ValidateHostPort("a", std::string(253, 'h') + ":1").ok());
+  EXPECT_THAT(ValidateHostPort("node.probe_address",
+                               std::string(1 << 20, 'h') + ":1")
+                  .message(),
+              HasSubstr("node.probe_address: host longer than 253 bytes"));
+  EXPECT_TRUE(ValidateGrpcAddress("a", "unix:/" + std::string(106, 'p')).ok());
+  EXPECT_THAT(
+      ValidateGrpcAddress("node.grpc_address", "unix:/" + std::string(107, 'p'))
+          .message(),
+      HasSubstr("node.grpc_address: unix socket path longer than 107 bytes"));
+}
+
 TEST(AddressTest, HostOfAndJoin) {
   EXPECT_EQ(HostOf("10.0.0.1:3190"), "10.0.0.1");
   EXPECT_EQ(HostOf("[::]:3190"), "::");

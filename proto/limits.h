@@ -22,6 +22,8 @@ inline constexpr int kMaxTopologyPathLength = 256;
 inline constexpr size_t kMaxNodeIdBytes = 64;
 inline constexpr size_t kMaxLeaveReasonBytes = 256;
 inline constexpr int kMaxAvoidIds = 256;
+// A heartbeat's round trip above this (60 s) is not a measurement.
+inline constexpr int64_t kMaxReportedRttNs = 60'000'000'000;
 // Largest message a topology answer may be (about 300 bytes per node).
 inline constexpr int kMaxTopologyMessageBytes = 64 << 20;
 
