@@ -13,6 +13,7 @@
 #include <cstring>
 #include <utility>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
@@ -208,15 +209,88 @@ class ShutdownSignal {
   bool raised_ ABSL_GUARDED_BY(mu_) = false;
 };
 
+// Counts the long calls in progress (WatchStatus streams, GetTopology
+// gatherings) so that they can never hold every serving thread; shared by
+// both listeners.
+class CallLimits {
+ public:
+  explicit CallLimits(const StatusServerOptions& options)
+      : max_watches_(options.max_watch_streams),
+        max_watches_per_client_(options.max_watch_streams_per_client),
+        max_gathers_(options.max_topology_gathers) {}
+
+  // Takes a watch slot for `client` (a host), or says why not.
+  absl::Status AcquireWatch(const std::string& client) {
+    absl::MutexLock lock(&mu_);
+    if (watches_ >= max_watches_) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "WatchStatus: ", watches_, " streams open, the limit; try later"));
+    }
+    int& mine = watches_by_client_[client];
+    if (mine >= max_watches_per_client_) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("WatchStatus: ", mine, " streams open from ", client,
+                       ", the limit per client"));
+    }
+    ++mine;
+    ++watches_;
+    return absl::OkStatus();
+  }
+  void ReleaseWatch(const std::string& client) {
+    absl::MutexLock lock(&mu_);
+    --watches_;
+    auto it = watches_by_client_.find(client);
+    if (it != watches_by_client_.end() && --it->second <= 0) {
+      watches_by_client_.erase(it);
+    }
+  }
+
+  absl::Status AcquireGather() {
+    absl::MutexLock lock(&mu_);
+    if (gathers_ >= max_gathers_) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "GetTopology: ", gathers_, " gatherings in progress, the limit"));
+    }
+    ++gathers_;
+    return absl::OkStatus();
+  }
+  void ReleaseGather() {
+    absl::MutexLock lock(&mu_);
+    --gathers_;
+  }
+
+ private:
+  const int max_watches_;
+  const int max_watches_per_client_;
+  const int max_gathers_;
+  absl::Mutex mu_;
+  int watches_ ABSL_GUARDED_BY(mu_) = 0;
+  int gathers_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::flat_hash_map<std::string, int> watches_by_client_ ABSL_GUARDED_BY(mu_);
+};
+
 }  // namespace status_internal
 
 namespace {
+
+// The client's host from gRPC's peer string ("ipv4:10.0.0.7:51234",
+// "ipv6:[::1]:5555", "unix:/run/..."): the port changes per connection, the
+// host does not.
+std::string ClientHost(const grpc::ServerContext& context) {
+  const std::string peer = context.peer();
+  if (absl::StartsWith(peer, "unix:")) return "unix";
+  const size_t colon = peer.rfind(':');
+  const size_t scheme = peer.find(':');
+  if (colon == std::string::npos || colon == scheme) return peer;
+  return peer.substr(0, colon);
+}
 
 // What every handler works with; one per listener.
 struct HandlerEnv {
   NodeView* view;
   const StatusServerOptions* options;
   const status_internal::ShutdownSignal* shutdown;
+  status_internal::CallLimits* limits;
   // False on TCP when admin RPCs are limited to the Unix socket.
   bool admin_allowed;
   // The address served ("0.0.0.0:3191", "unix:/run/..."), for messages.
@@ -238,6 +312,10 @@ grpc::Status HandleWatchStatus(const HandlerEnv& env,
                                grpc::ServerWriter<NodeStatus>* writer) {
   const absl::Status valid = ValidateWatchRequest(request);
   if (!valid.ok()) return ToGrpc(valid);
+  const std::string client = ClientHost(*context);
+  const absl::Status slot = env.limits->AcquireWatch(client);
+  if (!slot.ok()) return ToGrpc(slot);
+  const absl::Cleanup release = [&] { env.limits->ReleaseWatch(client); };
   const absl::Duration interval = absl::Milliseconds(request.interval_ms());
   absl::Time next = absl::Now();
   while (true) {
@@ -420,6 +498,10 @@ grpc::Status HandleGetTopology(const HandlerEnv& env,
   *root->mutable_status() = std::move(self);
   std::vector<NodeAddress> children = env.view->Children();
   if (children.empty()) return grpc::Status::OK;
+  // Gathering holds this thread while the children answer: bounded.
+  const absl::Status slot = env.limits->AcquireGather();
+  if (!slot.ok()) return ToGrpc(slot);
+  const absl::Cleanup release = [&] { env.limits->ReleaseGather(); };
   if (max_depth == 0 || max_nodes == 1 ||
       request.path_node_ids_size() >= kMaxTopologyPathLength) {
     root->set_children_omitted(true);
@@ -617,7 +699,8 @@ absl::StatusOr<std::unique_ptr<grpc::Server>> BuildServer(
 
 StatusServer::StatusServer(StatusServerOptions options)
     : options_(std::move(options)),
-      shutdown_(std::make_unique<status_internal::ShutdownSignal>()) {}
+      shutdown_(std::make_unique<status_internal::ShutdownSignal>()),
+      limits_(std::make_unique<status_internal::CallLimits>(options_)) {}
 
 StatusServer::~StatusServer() { Shutdown(absl::Now()); }
 
@@ -639,6 +722,17 @@ absl::Status StatusServer::Start(const std::string& listen_address,
         "admin_on_unix_only: needs a Unix socket (else nobody could Join or "
         "Leave)");
   }
+  if (options_.max_watch_streams < 0 ||
+      options_.max_watch_streams_per_client < 1 ||
+      options_.max_topology_gathers < 1 ||
+      2 * (options_.max_watch_streams + options_.max_topology_gathers) >
+          options_.max_threads) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "StatusServer: max_watch_streams (", options_.max_watch_streams,
+        ") + max_topology_gathers (", options_.max_topology_gathers,
+        ") must leave half of max_threads (", options_.max_threads,
+        ") to the other calls"));
+  }
   if (!listen_address.empty()) {
     const absl::Status valid = probe::ValidateHostPort(
         "gRPC listen address", listen_address, /*allow_port_zero=*/true);
@@ -650,7 +744,8 @@ absl::Status StatusServer::Start(const std::string& listen_address,
     if (!free.ok()) return free;
     const std::string address = "unix:" + unix_socket_path;
     unix_service_ = std::make_unique<status_internal::ServiceImpl>(HandlerEnv{
-        view, &options_, shutdown_.get(), /*admin_allowed=*/true, address});
+        view, &options_, shutdown_.get(), limits_.get(), /*admin_allowed=*/true,
+        address});
     int selected = 0;
     absl::StatusOr<std::unique_ptr<grpc::Server>> server = BuildServer(
         address, unix_service_.get(), options_.max_threads, &selected);
@@ -665,7 +760,7 @@ absl::Status StatusServer::Start(const std::string& listen_address,
   }
   if (!listen_address.empty()) {
     tcp_service_ = std::make_unique<status_internal::ServiceImpl>(HandlerEnv{
-        view, &options_, shutdown_.get(),
+        view, &options_, shutdown_.get(), limits_.get(),
         /*admin_allowed=*/!options_.admin_on_unix_only, listen_address});
     absl::StatusOr<std::unique_ptr<grpc::Server>> server = BuildServer(
         listen_address, tcp_service_.get(), options_.max_threads, &tcp_port_);

@@ -53,6 +53,7 @@ class Server;
 
 namespace clocksync {
 namespace status_internal {
+class CallLimits;
 class ServiceImpl;
 class ShutdownSignal;
 }  // namespace status_internal
@@ -108,9 +109,19 @@ struct StatusServerOptions {
   // Longest a GetTopology gathers when the caller set no (or a later)
   // deadline.
   absl::Duration topology_budget = absl::Seconds(10);
-  // Most threads serving RPCs (a WatchStatus holds one while it streams);
-  // beyond, calls get RESOURCE_EXHAUSTED.
+  // Most threads serving RPCs, per listener (a WatchStatus holds one while
+  // it streams, a GetTopology while it gathers); beyond, calls get
+  // RESOURCE_EXHAUSTED.
   int max_threads = 64;
+  // Long calls are bounded so that they can never take every thread: the
+  // control RPCs (Heartbeat, Join, Leave, GetStatus) always find one.
+  // WatchStatus streams open at once, over both listeners, and per client
+  // host; GetTopology gatherings at once. Beyond: RESOURCE_EXHAUSTED at
+  // once. Start() requires max_watch_streams + max_topology_gathers to
+  // leave at least half of max_threads free.
+  int max_watch_streams = 16;
+  int max_watch_streams_per_client = 4;
+  int max_topology_gathers = 8;
   // Permissions of the Unix socket file (who may use the admin RPCs).
   mode_t unix_socket_mode = 0660;
 };
@@ -144,6 +155,7 @@ class StatusServer {
  private:
   StatusServerOptions options_;
   std::unique_ptr<status_internal::ShutdownSignal> shutdown_;
+  std::unique_ptr<status_internal::CallLimits> limits_;
   std::unique_ptr<status_internal::ServiceImpl> tcp_service_;
   std::unique_ptr<status_internal::ServiceImpl> unix_service_;
   std::unique_ptr<grpc::Server> tcp_server_;

@@ -162,6 +162,96 @@ TEST(StatusServiceTest, WatchStatusStreamsAtTheIntervalAndStopsOnCancel) {
   EXPECT_EQ(node.view.status_calls(), calls);
 }
 
+// 100 watchers (the attack that used to take every serving thread) get
+// their share and RESOURCE_EXHAUSTED beyond it, at once; the control RPCs
+// are served meanwhile.
+TEST(StatusServiceTest, WatchStreamsAreBoundedAndControlRpcsStayServed) {
+  for (const int per_client : {4, 16}) {
+    SCOPED_TRACE(absl::StrCat("max_watch_streams_per_client=", per_client));
+    StatusServerOptions options;
+    options.max_watch_streams = 16;
+    options.max_watch_streams_per_client = per_client;
+    ServedNode node("n7", options);
+    auto stub = StubFor(node.address);
+    struct Watch {
+      grpc::ClientContext context;
+      std::unique_ptr<grpc::ClientReader<NodeStatus>> reader;
+    };
+    std::vector<std::unique_ptr<Watch>> open;
+    int refused = 0;
+    for (int i = 0; i < 100; ++i) {
+      auto watch = std::make_unique<Watch>();
+      SetDeadline(&watch->context, absl::Seconds(30));
+      WatchStatusRequest request;
+      request.set_interval_ms(1000);
+      watch->reader = stub->WatchStatus(&watch->context, request);
+      NodeStatus first;
+      if (watch->reader->Read(&first)) {
+        open.push_back(std::move(watch));
+        continue;
+      }
+      const grpc::Status end = watch->reader->Finish();
+      EXPECT_EQ(end.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
+          << end.error_message();
+      EXPECT_THAT(end.error_message(), HasSubstr("WatchStatus"));
+      ++refused;
+    }
+    EXPECT_EQ(open.size(), static_cast<size_t>(std::min(per_client, 16)));
+    EXPECT_EQ(refused, 100 - static_cast<int>(open.size()));
+    for (int i = 0; i < 20; ++i) {  // Control RPCs still answered.
+      grpc::ClientContext context;
+      SetDeadline(&context, absl::Seconds(5));
+      HeartbeatRequest heartbeat;
+      heartbeat.set_node_id("n9");
+      heartbeat.set_subtree_size(1);
+      HeartbeatResponse response;
+      // The fake node has no membership: UNIMPLEMENTED means served.
+      EXPECT_EQ(stub->Heartbeat(&context, heartbeat, &response).error_code(),
+                grpc::StatusCode::UNIMPLEMENTED);
+      grpc::ClientContext status_context;
+      SetDeadline(&status_context, absl::Seconds(5));
+      NodeStatus status;
+      EXPECT_TRUE(
+          stub->GetStatus(&status_context, GetStatusRequest(), &status).ok());
+    }
+    // A closed stream frees its slot.
+    open.back()->context.TryCancel();
+    NodeStatus drain;
+    while (open.back()->reader->Read(&drain)) {
+    }
+    open.back()->reader->Finish();
+    open.pop_back();
+    bool reopened = false;
+    for (int attempt = 0; attempt < 50 && !reopened; ++attempt) {
+      auto watch = std::make_unique<Watch>();
+      WatchStatusRequest request;
+      request.set_interval_ms(1000);
+      watch->reader = stub->WatchStatus(&watch->context, request);
+      NodeStatus first;
+      reopened = watch->reader->Read(&first);
+      if (reopened) {
+        open.push_back(std::move(watch));
+      } else {
+        watch->reader->Finish();
+        absl::SleepFor(absl::Milliseconds(20));
+      }
+    }
+    EXPECT_TRUE(reopened);
+    for (auto& watch : open) watch->context.TryCancel();
+  }
+}
+
+TEST(StatusServerTest, RefusesLimitsThatLeaveNoThreadsForControl) {
+  StatusServerOptions options;
+  options.max_threads = 16;
+  options.max_watch_streams = 16;
+  FakeNodeView view(SampleNodeStatus("n1"));
+  StatusServer server(options);
+  const absl::Status started = server.Start("127.0.0.1:0", "", &view);
+  EXPECT_EQ(started.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(started.message(), HasSubstr("max_watch_streams"));
+}
+
 TEST(StatusServiceTest, WatchStatusEndsPromptlyAtShutdown) {
   ServedNode node("n7");
   auto stub = StubFor(node.address);
