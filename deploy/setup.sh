@@ -12,6 +12,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev libsystemd-dev
   libopen-trace-format2-dev otf2-tools
   python3 procps iproute2
+  prometheus   # promtool: the metrics lint test (the server is not needed)
 )
 
 die() { echo "setup.sh: $*" >&2; exit 1; }

@@ -248,7 +248,7 @@ TEST(ClocksyncctlTest, MetricsOfTheNodeAndOfItsSubtree) {
 
   const Result one = RunCtl({a.target, "metrics"});
   EXPECT_EQ(one.exit_code, 0) << one.err;
-  EXPECT_THAT(one.out, HasSubstr("# TYPE clocksync_error_bound_ns gauge\n"));
+  EXPECT_THAT(one.out, HasSubstr("# TYPE clocksync_error_bound_seconds gauge\n"));
   EXPECT_THAT(one.out, HasSubstr("clocksync_up{node=\"a\"} 1\n"));
   EXPECT_THAT(one.out, Not(HasSubstr("node=\"b\"")));
 

@@ -504,12 +504,36 @@ class Family {
   // (`key="value",...`), or empty.
   void Sample(const NodeStatus& node, double value,
               absl::string_view labels = "") {
-    absl::StrAppend(out_, name_, "{node=\"", LabelValue(node.node_id()), "\"",
-                    labels.empty() ? "" : ",", labels, "} ",
-                    absl::StrFormat("%.17g", value), "\n");
+    SampleText(node, absl::StrFormat("%.17g", value), labels);
+  }
+  // A duration or offset kept in integer ns, in seconds (Prometheus' base
+  // unit), written exactly: 12.3456789 rather than 12.345678900000001.
+  void SampleNsAsSeconds(const NodeStatus& node, int64_t ns,
+                         absl::string_view labels = "") {
+    SampleText(node, NsAsSeconds(ns), labels);
+  }
+
+  static std::string NsAsSeconds(int64_t ns) {
+    const bool negative = ns < 0;
+    // Magnitude without overflow at INT64_MIN.
+    const uint64_t magnitude =
+        negative ? uint64_t{0} - static_cast<uint64_t>(ns)
+                 : static_cast<uint64_t>(ns);
+    std::string text = absl::StrFormat("%s%d.%09d", negative ? "-" : "",
+                                       magnitude / 1'000'000'000,
+                                       magnitude % 1'000'000'000);
+    while (text.back() == '0') text.pop_back();
+    if (text.back() == '.') text.pop_back();
+    return text;
   }
 
  private:
+  void SampleText(const NodeStatus& node, absl::string_view value,
+                  absl::string_view labels) {
+    absl::StrAppend(out_, name_, "{node=\"", LabelValue(node.node_id()), "\"",
+                    labels.empty() ? "" : ",", labels, "} ", value, "\n");
+  }
+
   std::string* out_;
   std::string name_;
 };
@@ -531,6 +555,14 @@ std::string FormatMetrics(const Topology& topology) {
                   absl::string_view help, auto value) {
     Family family(&out, name, type, help);
     for (const NodeStatus* node : up) family.Sample(*node, value(*node));
+  };
+  // A quantity the status carries in ns, published in seconds.
+  auto each_seconds = [&](absl::string_view name, absl::string_view help,
+                          auto ns) {
+    Family family(&out, name, "gauge", help);
+    for (const NodeStatus* node : up) {
+      family.SampleNsAsSeconds(*node, ns(*node));
+    }
   };
   {
     Family family(&out, "clocksync_up", "gauge",
@@ -558,24 +590,20 @@ std::string FormatMetrics(const Topology& topology) {
   }
   each("clocksync_depth", "gauge", "Levels below the master (master: 0).",
        [](const NodeStatus& n) { return static_cast<double>(n.depth()); });
-  each("clocksync_error_bound_ns", "gauge",
-       "Half-width of [earliest, latest] of global time, parent's included.",
-       [](const NodeStatus& n) {
-         return static_cast<double>(n.error_bound_ns());
-       });
-  each("clocksync_offset_to_parent_ns", "gauge",
-       "Global minus local time at the last estimate.",
-       [](const NodeStatus& n) {
-         return static_cast<double>(n.offset_to_parent_ns());
-       });
-  each("clocksync_drift_ppb", "gauge",
-       "Rate of the local clock against global time, positive when slow.",
-       [](const NodeStatus& n) { return n.drift_ppb(); });
-  each("clocksync_min_round_trip_ns", "gauge",
-       "Shortest probe round trip in the window (0: no samples).",
-       [](const NodeStatus& n) {
-         return static_cast<double>(n.min_round_trip_ns());
-       });
+  each_seconds(
+      "clocksync_error_bound_seconds",
+      "Half-width of [earliest, latest] of global time, parent's included.",
+      [](const NodeStatus& n) { return n.error_bound_ns(); });
+  each_seconds("clocksync_offset_to_parent_seconds",
+               "Global minus local time at the last estimate.",
+               [](const NodeStatus& n) { return n.offset_to_parent_ns(); });
+  each("clocksync_drift_ratio", "gauge",
+       "Rate of the local clock against global time (1e-9 is 1 ppb), "
+       "positive when slow.",
+       [](const NodeStatus& n) { return n.drift_ppb() * 1e-9; });
+  each_seconds("clocksync_min_round_trip_seconds",
+               "Shortest probe round trip in the window (0: no samples).",
+               [](const NodeStatus& n) { return n.min_round_trip_ns(); });
   each("clocksync_samples_in_window", "gauge",
        "Samples in the estimator's window.", [](const NodeStatus& n) {
          return static_cast<double>(n.samples_in_window());
@@ -618,14 +646,12 @@ std::string FormatMetrics(const Topology& topology) {
                   "Time since the parent last answered a probe.");
     for (const NodeStatus* node : up) {
       if (node->has_last_answer_age_ns()) {
-        family.Sample(*node, static_cast<double>(node->last_answer_age_ns()) / 1e9);
+        family.SampleNsAsSeconds(*node, node->last_answer_age_ns());
       }
     }
   }
-  each("clocksync_uptime_seconds", "gauge", "Time since the daemon started.",
-       [](const NodeStatus& n) {
-         return static_cast<double>(n.uptime_ns()) / 1e9;
-       });
+  each_seconds("clocksync_uptime_seconds", "Time since the daemon started.",
+               [](const NodeStatus& n) { return n.uptime_ns(); });
   {
     Family family(&out, "clocksync_info", "gauge",
                   "Always 1; the node's role, parent and version as labels.");

@@ -3,6 +3,9 @@
 // the health verdict at and around the bound, for every state.
 #include "tools/clocksyncctl/ctl_format.h"
 
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -362,6 +365,39 @@ TEST(TreeTest, MalformedParentsStillPrintEachNodeOnce) {
 // The Prometheus text format: every family's HELP and TYPE once and before
 // its samples, every sample `name{labels} value` with a known family, each
 // series once; an unreachable node has only clocksync_up 0.
+// Prometheus' own linter (Debian's promtool, installed by deploy/setup.sh)
+// accepts the output: base units, counters ending in _total, no noise.
+TEST(MetricsTest, PromtoolFindsNothingToLint) {
+  const std::string path =
+      std::string(std::getenv("TEST_TMPDIR")) + "/metrics.prom";
+  {
+    std::ofstream file(path);
+    file << FormatMetrics(SampleTopology());
+  }
+  ASSERT_EQ(std::system("command -v promtool >/dev/null"), 0)
+      << "promtool missing: run deploy/setup.sh";
+  const std::string lint = path + ".lint";
+  const int status = std::system(
+      ("promtool check metrics <" + path + " >" + lint + " 2>&1").c_str());
+  std::ifstream in(lint);
+  const std::string report((std::istreambuf_iterator<char>(in)),
+                           std::istreambuf_iterator<char>());
+  EXPECT_EQ(status, 0) << report;
+  EXPECT_EQ(report, "") << report;
+}
+
+TEST(MetricsTest, SecondsAreWrittenExactly) {
+  Topology topology;
+  NodeStatus* node = topology.add_nodes()->mutable_status();
+  *node = SampleNodeStatus("n1");
+  node->set_uptime_ns(12'345'678'900);
+  node->set_error_bound_ns(-1);
+  const std::string text = FormatMetrics(topology);
+  EXPECT_THAT(text, HasSubstr("clocksync_uptime_seconds{node=\"n1\"} 12.3456789\n"));
+  EXPECT_THAT(text,
+              HasSubstr("clocksync_error_bound_seconds{node=\"n1\"} -0.000000001\n"));
+}
+
 TEST(MetricsTest, ExpositionFormatWithEverySeriesOnce) {
   Topology topology = SampleTopology();
   topology.mutable_nodes(2)->mutable_status()->set_holdover(true);
@@ -405,18 +441,19 @@ TEST(MetricsTest, ExpositionFormatWithEverySeriesOnce) {
     value_of[key] = value;
   }
   EXPECT_EQ(type_of["clocksync_probes_total"], "counter");
-  EXPECT_EQ(type_of["clocksync_error_bound_ns"], "gauge");
+  EXPECT_EQ(type_of["clocksync_error_bound_seconds"], "gauge");
   EXPECT_EQ(value_of["clocksync_up{node=\"a\"}"], 1);
   EXPECT_EQ(value_of["clocksync_up{node=\"d\"}"], 0);
   EXPECT_FALSE(value_of.contains("clocksync_depth{node=\"d\"}"));
-  EXPECT_EQ(value_of["clocksync_error_bound_ns{node=\"c-long-name\"}"],
-            12'500'000);
+  EXPECT_EQ(value_of["clocksync_error_bound_seconds{node=\"c-long-name\"}"],
+            0.0125);
   EXPECT_EQ(value_of["clocksync_holdover{node=\"c-long-name\"}"], 1);
   EXPECT_EQ(value_of["clocksync_state{node=\"c-long-name\",state=\"holdover\"}"],
             1);
   EXPECT_EQ(value_of["clocksync_state{node=\"c-long-name\",state=\"synced\"}"],
             0);
-  EXPECT_EQ(value_of["clocksync_drift_ppb{node=\"c-long-name\"}"], -3.5);
+  EXPECT_DOUBLE_EQ(value_of["clocksync_drift_ratio{node=\"c-long-name\"}"],
+                   -3.5e-9);
   EXPECT_EQ(value_of["clocksync_synchronized{node=\"b\"}"], 1);
   EXPECT_EQ(value_of["clocksync_depth{node=\"we\\\"ird\\\\id\"}"], 2);
   EXPECT_EQ(series["clocksync_up{node=\"b\"}"], 1);  // listed twice, once here
