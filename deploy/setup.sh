@@ -13,6 +13,7 @@ PACKAGES=(
   libopen-trace-format2-dev otf2-tools
   python3 procps iproute2
   prometheus   # promtool: the metrics lint test (the server is not needed)
+  chrony       # the peer deploy/vs_chrony.sh measures us against (run with -x)
 )
 
 die() { echo "setup.sh: $*" >&2; exit 1; }

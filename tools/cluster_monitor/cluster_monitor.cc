@@ -8,6 +8,7 @@
 // come from each daemon's status file when it has them (self-arranged trees
 // change), and the table lists the nodes in tree order, indented by depth.
 
+#include <algorithm>
 #include <csignal>
 #include <cmath>
 #include <cstdio>
@@ -49,6 +50,8 @@ struct Node {
   uint64_t checks = 0;
   double sum_sq = 0;
   int64_t max_abs = 0;
+  double sum_bound = 0;  // Of the bound half-widths, for their mean.
+  std::vector<int64_t> bounds;  // Every counted half-width, for the median.
   uint64_t violations = 0;
   uint64_t unsynced = 0;
 };
@@ -180,6 +183,8 @@ int main(int argc, char** argv) {
           ++n.checks;
           n.sum_sq += static_cast<double>(error) * error;
           n.max_abs = std::max<int64_t>(n.max_abs, std::llabs(error));
+          n.sum_bound += static_cast<double>(bound);
+          n.bounds.push_back(bound);
           if (!inside) ++n.violations;
         }
       }
@@ -199,12 +204,18 @@ int main(int argc, char** argv) {
     std::printf("{\"nodes\":[");
     for (size_t i = 0; i < nodes.size(); ++i) {
       const Node& n = nodes[i];
+      std::vector<int64_t> bounds = n.bounds;
+      std::sort(bounds.begin(), bounds.end());
+      const int64_t median_bound = bounds.empty() ? 0 : bounds[bounds.size() / 2];
       std::printf("%s{\"id\":\"%s\",\"depth\":%d,\"parent\":\"%s\",\"rms_error_ns\":%.1f,"
-                  "\"max_abs_error_ns\":%lld,\"bound_violations\":%llu,"
+                  "\"max_abs_error_ns\":%lld,\"mean_bound_ns\":%.1f,"
+                  "\"median_bound_ns\":%lld,\"bound_violations\":%llu,"
                   "\"checks\":%llu,\"unsynced_checks\":%llu}",
                   i ? "," : "", n.id.c_str(), n.depth, n.parent.c_str(),
                   n.checks ? std::sqrt(n.sum_sq / n.checks) : 0.0,
                   static_cast<long long>(n.max_abs),
+                  n.checks ? n.sum_bound / n.checks : 0.0,
+                  static_cast<long long>(median_bound),
                   static_cast<unsigned long long>(n.violations),
                   static_cast<unsigned long long>(n.checks),
                   static_cast<unsigned long long>(n.unsynced));
