@@ -37,6 +37,10 @@
 
 namespace clocksync {
 
+// The daemon's configuration, in the units the code uses. Filled only by
+// ValidateConfig() (clocksyncd/config.h) from the schema proto/config.proto,
+// which holds every key's default, range and documentation; the fields are
+// named after the keys (durations get _ns). No defaults here on purpose.
 struct DaemonConfig {
   std::string node_id;
   bool master = false;
@@ -46,29 +50,31 @@ struct DaemonConfig {
   std::vector<std::string> join;
   std::string parent;                    // host:port of the parent's probes.
   std::string parent_grpc;               // host:port of its gRPC service.
-  int max_children = 16;
+  int max_children = 0;
   // How others reach this node; empty: the host of `listen`, or the host
   // name when that is a wildcard.
   std::string advertise_host;
-  int64_t heartbeat_interval_ns = 200'000'000;
-  int64_t lease_ns = 3'000'000'000;
-  int missed_probes_for_loss = 10;
+  int64_t heartbeat_interval_ns = 0;
+  int64_t lease_ns = 0;
+  int missed_probes_for_loss = 0;
   // On Stop(): longest wait for the children to re-attach elsewhere.
-  int64_t leave_grace_ns = 5'000'000'000;
-  std::string listen = "0.0.0.0:3190";   // Where this node answers probes.
+  int64_t leave_grace_ns = 0;
+  std::string listen;                    // Where this node answers probes.
   // gRPC status service (clocksyncctl); empty = none.
-  std::string grpc_listen = "0.0.0.0:3191";
+  std::string grpc_listen;
   // Optional Unix socket for the same service (admin RPCs).
   std::string admin_socket;
-  std::string shm_path = CLOCKSYNC_DEFAULT_SHM_PATH;
+  std::string shm_path;
   std::string status_file;               // Optional key=value status, 1 Hz.
-  int64_t probe_interval_ns = 100'000'000;
-  double probe_jitter = 0.1;             // ± fraction of the interval.
+  int64_t probe_interval_ns = 0;
+  double probe_jitter = 0.1;             // ± fraction of the interval; not a key.
+  // window, window_levels, wander_ppb_per_sqrt_s, max_round_trip; the
+  // estimator's other parameters keep hull's defaults.
   hull::AdaptiveConfig estimator;
-  SlewConfig slew;
+  SlewConfig slew;                       // max_slew_ppm, slew_time, step_threshold.
   // No answered probe for this long: holdover.
-  int64_t holdover_after_ns = 1'000'000'000;
-  int64_t log_interval_ns = 10'000'000'000;
+  int64_t holdover_after_ns = 0;
+  int64_t log_interval_ns = 0;
   // Test features: refused unless enable_test_features is set.
   bool enable_test_features = false;
   std::string clock_model;   // hull/clock_model.h spec: this node's local clock.
@@ -77,9 +83,6 @@ struct DaemonConfig {
   // are not authenticated.
   std::string probe_key_file;
 };
-
-// Empty when valid, else "flag: reason" naming the command-line flag.
-std::string ValidateDaemonConfig(const DaemonConfig& config);
 
 struct DaemonStats {
   std::atomic<uint64_t> samples_used{0};
