@@ -15,9 +15,11 @@
 #include <string>
 #include <thread>
 
-#include "probe/transport.h"
-#include "probe/raw_clock.h"
 #include "gtest/gtest.h"
+#include "probe/delay_injection.h"
+#include "probe/raw_clock.h"
+#include "probe/requester.h"
+#include "probe/responder.h"
 
 namespace {
 
