@@ -4,7 +4,7 @@
 //
 //   bazel run -c opt //client:now_benchmark
 //
-// A ShmPublisher in a temporary directory plays the daemon (re-publishing
+// A BenchSegment (testing/bench_segment.h) plays the daemon (re-publishing
 // every 100 ms, so the mapping stays fresh and Now() stays on its hot path).
 // Both benchmarks run kRepetitions times, randomly interleaved, and their
 // median CPU times give one ratio. Because each repetition runs for ~0.5 s,
@@ -24,26 +24,22 @@
 // load it" costs ~3 ns per call in store forwarding (measured: 1.15x instead
 // of 1.06x), which says nothing about the read path.
 
-#include <stdlib.h>
 #include <time.h>
-#include <unistd.h>
 
-#include <atomic>
-#include <chrono>
 #include <cstdio>
 #include <iostream>
-#include <string>
-#include <thread>
+#include <memory>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "benchmark/benchmark.h"
 #include "client/clock.h"
-#include "shm/shm_publisher.h"
+#include "testing/bench_segment.h"
 #include "testing/side_by_side.h"
 
 namespace {
 
+using ::clocksync::bench::BM_ClockGettimeRaw;
 using ::clocksync::bench::Median;
 
 constexpr int kRepetitions = 15;
@@ -52,13 +48,6 @@ constexpr int kBatch = 10000;
 
 clocksync::Clock* g_clock = nullptr;
 
-void BM_ClockGettimeRaw(benchmark::State& state) {
-  for (auto _ : state) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
-    benchmark::DoNotOptimize(ts);
-  }
-}
 BENCHMARK(BM_ClockGettimeRaw)->Repetitions(kRepetitions);
 
 // Where the Now() loops record their readings (see the file comment).
@@ -75,17 +64,6 @@ void BM_Now(benchmark::State& state) {
 BENCHMARK(BM_Now)->Repetitions(kRepetitions);
 
 
-// ns per call of kBatch bare clock reads.
-double TimeBareBatchNs() {
-  const int64_t start_ns = clocksync::Clock::RawNowNs();
-  for (int i = 0; i < kBatch; ++i) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
-    benchmark::DoNotOptimize(ts);
-  }
-  return static_cast<double>(clocksync::Clock::RawNowNs() - start_ns) / kBatch;
-}
-
 // ns per call of kBatch Now() calls.
 double TimeNowBatchNs(const clocksync::Clock& clock) {
   const int64_t start_ns = clocksync::Clock::RawNowNs();
@@ -96,45 +74,15 @@ double TimeNowBatchNs(const clocksync::Clock& clock) {
   return static_cast<double>(clocksync::Clock::RawNowNs() - start_ns) / kBatch;
 }
 
-
-clocksync::Mapping FreshMapping() {
-  clocksync::Mapping mapping;
-  mapping.anchor_raw_ns = clocksync::Clock::RawNowNs();
-  mapping.anchor_global_ns = mapping.anchor_raw_ns + 1'000'000'000;
-  mapping.rate_adj = 12.345e-6;
-  mapping.bound_at_anchor_ns = 800;
-  mapping.bound_growth_ppb = 0.5;
-  mapping.state = CLOCKSYNC_STATE_SYNCED;
-  return mapping;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  // The segment lives in a private temporary directory.
-  std::string dir_template =
-      std::string(getenv("TEST_TMPDIR") != nullptr ? getenv("TEST_TMPDIR")
-                                                   : "/tmp") +
-      "/clocksync_now_benchmark.XXXXXX";
-  if (mkdtemp(dir_template.data()) == nullptr) {
-    std::perror(("mkdtemp " + dir_template).c_str());
-    return 1;
-  }
-  const std::string dir = dir_template;
-  const std::string path = dir + "/clocksync.shm";
-
-  absl::StatusOr<clocksync::ShmPublisher> publisher =
-      clocksync::ShmPublisher::Open(path);
-  if (!publisher.ok()) {
-    std::cerr << publisher.status() << "\n";
-    return 1;
-  }
-  if (const absl::Status status = publisher->Publish(FreshMapping());
-      !status.ok()) {
-    std::cerr << status << "\n";
-    return 1;
-  }
-  absl::StatusOr<clocksync::Clock> clock = clocksync::Clock::Open(path);
+  // The segment lives in a private temporary directory; the "daemon"
+  // republishes a fresh mapping every 100 ms, as a slow sync loop would.
+  std::unique_ptr<clocksync::bench::BenchSegment> segment =
+      clocksync::bench::BenchSegment::Create("clocksync_now_benchmark");
+  absl::StatusOr<clocksync::Clock> clock =
+      clocksync::Clock::Open(segment->shm_path());
   if (!clock.ok()) {
     std::cerr << clock.status() << "\n";
     return 1;
@@ -145,15 +93,6 @@ int main(int argc, char** argv) {
     std::cerr << "Now() failed: " << clocksync_strerror(first.error) << "\n";
     return 1;
   }
-
-  // The "daemon": a fresh mapping every 100 ms, as a slow sync loop would.
-  std::atomic<bool> stop{false};
-  std::thread daemon([&] {
-    while (!stop.load()) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      if (!publisher->Publish(FreshMapping()).ok()) std::abort();
-    }
-  });
 
   // Interleave the repetitions of both benchmarks unless told otherwise.
   clocksync::bench::InitializeInterleaved(argc, argv);
@@ -167,22 +106,20 @@ int main(int argc, char** argv) {
   for (int round = 0; round < kRounds; ++round) {
     double bare = 0, now = 0;
     if (round % 2 == 0) {
-      bare = TimeBareBatchNs();
+      bare = clocksync::bench::TimeBareClockReadsNs(kBatch);
       now = TimeNowBatchNs(*clock);
     } else {
       now = TimeNowBatchNs(*clock);
-      bare = TimeBareBatchNs();
+      bare = clocksync::bench::TimeBareClockReadsNs(kBatch);
     }
     bare_ns.push_back(bare);
     now_ns.push_back(now);
     ratios.push_back(now / bare);
   }
 
-  stop = true;
-  daemon.join();
+  segment->Stop();
   const uint64_t path_checks = clock->path_check_count();
-  publisher->Close();
-  rmdir(dir.c_str());
+  segment.reset();
 
   const double raw_cpu_ns = reporter.MedianCpuNs("BM_ClockGettimeRaw");
   const double now_cpu_ns = reporter.MedianCpuNs("BM_Now");

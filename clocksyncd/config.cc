@@ -26,7 +26,7 @@
 #include "hull/sim/clock_model.h"
 #include "probe/address.h"
 #include "probe/auth.h"
-#include "probe/transport.h"
+#include "probe/delay_injection.h"
 
 namespace clocksync {
 namespace {

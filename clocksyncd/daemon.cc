@@ -422,9 +422,7 @@ void Daemon::RunNode() {
         ++stats_.samples_from_unsynced_parent;
         return;
       }
-      hull::ProbeSample sample = reply.sample;
-      sample.parent_bound_ns = reply.parent_bound_ns;
-      if (hull::IsAccepted(estimator_.Add(sample))) {
+      if (hull::IsAccepted(estimator_.Add(reply.sample))) {
         ++stats_.samples_used;
         last_reply_raw_ns_ = probe::RawNowNs();
         depth_ = reply.parent_depth + 1u;

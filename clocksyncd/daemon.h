@@ -29,7 +29,9 @@
 #include "absl/status/status.h"
 #include "clocksyncd/mapping_slewer.h"
 #include "clocksyncd/membership_agent.h"
-#include "probe/transport.h"
+#include "probe/delay_injection.h"
+#include "probe/requester.h"
+#include "probe/responder.h"
 #include "shm/shm_publisher.h"
 #include "clocksyncd/status_service.h"
 #include "hull/adaptive_estimator.h"
@@ -78,7 +80,7 @@ struct DaemonConfig {
   // Test features: refused unless enable_test_features is set.
   bool enable_test_features = false;
   std::string clock_model;   // hull/clock_model.h spec: this node's local clock.
-  std::string inject_delay;  // probe_transport.h spec: delays outgoing packets.
+  std::string inject_delay;  // probe/delay_injection.h spec: delays probes.
   // The tree's shared probe key (clocksyncd/probe_auth.h); empty: probes
   // are not authenticated.
   std::string probe_key_file;

@@ -11,7 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "probe/transport.h"
+#include "probe/requester.h"
 #include "probe/raw_clock.h"
 #include "spdlog/spdlog.h"
 

@@ -2,46 +2,31 @@
 // nothing while it answers requests (with and without delay injection), and
 // neither do the requester's SendProbe() and Poll() once created.
 //
-// This binary replaces the global operator new with one that counts the
-// allocations of threads that opted in; it is a separate test so that no
-// other test runs with the replacement.
+// This binary links testing/alloc_counter, which replaces the global
+// operator new with one that counts the allocations of threads that opted
+// in; it is a separate test so that no other test runs with the
+// replacement.
 
 #include <atomic>
 #include <cstdint>
-#include <cstdlib>
 #include <memory>
-#include <new>
 #include <optional>
 #include <string>
 #include <thread>
 
-#include "probe/transport.h"
-#include "probe/raw_clock.h"
 #include "gtest/gtest.h"
-
-namespace {
-
-thread_local bool t_counting = false;
-thread_local uint64_t t_allocations = 0;
-
-void* CountedAllocate(std::size_t size) {
-  if (t_counting) ++t_allocations;
-  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
-  throw std::bad_alloc();
-}
-
-}  // namespace
-
-// Every other form of operator new in libstdc++ forwards to these.
-void* operator new(std::size_t size) { return CountedAllocate(size); }
-void* operator new[](std::size_t size) { return CountedAllocate(size); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+#include "probe/delay_injection.h"
+#include "probe/raw_clock.h"
+#include "probe/requester.h"
+#include "probe/responder.h"
+#include "testing/alloc_counter.h"
 
 namespace clocksync::probe {
 namespace {
+
+using ::clocksync::alloc_counter::CountAllocations;
+using ::clocksync::alloc_counter::CountedAllocations;
+using ::clocksync::alloc_counter::ResetCount;
 
 class RawPlusOne : public GlobalTimeSource {
  public:
@@ -78,15 +63,15 @@ void RunAndCount(const DelayInjection& delay, uint64_t* serve_allocations,
   std::atomic<uint64_t> in_serve{0};
   absl::Status serve_status;
   std::thread serving([&] {
-    t_counting = true;
+    CountAllocations(true);
     absl::Status status = (*responder)->Serve(stop);
-    t_counting = false;
-    in_serve.store(t_allocations);
+    CountAllocations(false);
+    in_serve.store(CountedAllocations());
     serve_status = status;
   });
 
   uint64_t replies = 0;
-  t_counting = true;
+  CountAllocations(true);
   for (int i = 0; i < 200; ++i) {
     if (!(*requester)->SendProbe().ok()) break;
     const int64_t deadline = RawNowNs() + 2'000'000'000;
@@ -97,9 +82,9 @@ void RunAndCount(const DelayInjection& delay, uint64_t* serve_allocations,
       }
     }
   }
-  t_counting = false;
-  *requester_allocations = t_allocations;
-  t_allocations = 0;
+  CountAllocations(false);
+  *requester_allocations = CountedAllocations();
+  ResetCount();
   stop.store(true);
   serving.join();
   EXPECT_TRUE(serve_status.ok()) << serve_status;
@@ -108,11 +93,11 @@ void RunAndCount(const DelayInjection& delay, uint64_t* serve_allocations,
 }
 
 TEST(ProbeAllocTest, TheCounterCountsThisThread) {
-  t_counting = true;
+  CountAllocations(true);
   auto p = std::make_unique<int>(1);
-  t_counting = false;
-  EXPECT_EQ(t_allocations, 1u);
-  t_allocations = 0;
+  CountAllocations(false);
+  EXPECT_EQ(CountedAllocations(), 1u);
+  ResetCount();
 }
 
 TEST(ProbeAllocTest, NoAllocationWhileServingAndProbing) {

@@ -46,7 +46,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/match.h"
 #include "probe/packet.h"
-#include "probe/transport.h"
+#include "probe/responder.h"
 #include "probe/raw_clock.h"
 
 namespace clocksync::probe {

@@ -3,7 +3,8 @@
 // to interleave the repetitions of every benchmark (so load that comes and
 // goes on a shared machine hits both sides alike), and a console reporter
 // that keeps each repetition's time so the program can print medians and
-// their ratio as FIGURE lines.
+// their ratio as FIGURE lines. Also the baseline of the clock benchmarks:
+// bare clock_gettime(CLOCK_MONOTONIC_RAW) reads.
 //
 // Example:
 //   clocksync::bench::InitializeInterleaved(argc, argv);
@@ -16,7 +17,10 @@
 #ifndef CLOCKSYNC_TESTING_SIDE_BY_SIDE_H_
 #define CLOCKSYNC_TESTING_SIDE_BY_SIDE_H_
 
+#include <time.h>
+
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <map>
 #include <string>
@@ -48,6 +52,39 @@ inline void InitializeInterleaved(int argc, char** argv) {
   int new_argc = static_cast<int>(args.size());
   args.push_back(nullptr);
   benchmark::Initialize(&new_argc, args.data());
+}
+
+// CLOCK_MONOTONIC_RAW now, ns (what the interleaved rounds are timed with).
+inline int64_t RawNowNs() {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+// The baseline benchmark: one bare clock_gettime(CLOCK_MONOTONIC_RAW) per
+// iteration, its timespec left on the stack unread (the cheapest possible
+// use). A benchmark registers it under this name:
+//   using ::clocksync::bench::BM_ClockGettimeRaw;
+//   BENCHMARK(BM_ClockGettimeRaw)->Repetitions(kRepetitions);
+inline void BM_ClockGettimeRaw(benchmark::State& state) {
+  for (auto _ : state) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+    benchmark::DoNotOptimize(ts);
+  }
+}
+
+// ns per call of `calls` bare clock reads in a row: the baseline half of a
+// round of an interleaved comparison.
+inline double TimeBareClockReadsNs(int64_t calls) {
+  const int64_t start_ns = RawNowNs();
+  for (int64_t i = 0; i < calls; ++i) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+    benchmark::DoNotOptimize(ts);
+  }
+  return static_cast<double>(RawNowNs() - start_ns) /
+         static_cast<double>(calls);
 }
 
 // Prints like the console reporter (without colour codes) and keeps every

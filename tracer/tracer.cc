@@ -58,7 +58,7 @@
 #include "absl/strings/strip.h"
 #include "client/clock.h"
 #include "shm/shm_layout.h"
-#include "probe/transport.h"
+#include "probe/requester.h"
 #include "hull/sim/clock_model.h"
 #include "hull/trace_stamp.h"
 #include "trace/otf2_writer.h"

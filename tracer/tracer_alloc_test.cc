@@ -7,58 +7,28 @@
 // Full buffers handed to the writer thread allocate nothing on the
 // recording thread either, once its second buffer exists.
 //
-// This binary replaces the global operator new with one that counts the
-// allocations of threads that opted in (as clocksyncd/probe_alloc_test.cc
-// does); it is a separate test so that no other test runs with it.
+// This binary links testing/alloc_counter, which replaces the global
+// operator new with one that counts the allocations of threads that opted
+// in (as probe/alloc_test.cc does); it is a separate test so that no other
+// test runs with it.
 
 #include <stdlib.h>
 
 #include <cstdint>
-#include <cstdlib>
-#include <new>
 #include <string>
 
 #include "client/clock.h"
 #include "tracer/tracer.h"
 #include "shm/shm_publisher.h"
+#include "testing/alloc_counter.h"
 #include "gtest/gtest.h"
-
-namespace {
-
-thread_local bool t_counting = false;
-thread_local uint64_t t_allocations = 0;
-
-void* CountedAllocate(std::size_t size) {
-  if (t_counting) ++t_allocations;
-  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
-  throw std::bad_alloc();
-}
-
-}  // namespace
-
-void* operator new(std::size_t size) { return CountedAllocate(size); }
-void* operator new[](std::size_t size) { return CountedAllocate(size); }
-// The nothrow forms too (the OTF2 writer uses them), so that every new
-// pairs with the free() below (AddressSanitizer checks the pairing).
-void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
-  if (t_counting) ++t_allocations;
-  return std::malloc(size == 0 ? 1 : size);
-}
-void* operator new[](std::size_t size, const std::nothrow_t&) noexcept {
-  if (t_counting) ++t_allocations;
-  return std::malloc(size == 0 ? 1 : size);
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete[](void* p, const std::nothrow_t&) noexcept {
-  std::free(p);
-}
 
 namespace clocksync {
 namespace {
+
+using ::clocksync::alloc_counter::CountAllocations;
+using ::clocksync::alloc_counter::CountedAllocations;
+using ::clocksync::alloc_counter::ResetCount;
 
 TEST(TracerAllocTest, RecordingAllocatesNothingInSteadyState) {
   const char* base = getenv("TEST_TMPDIR");
@@ -85,7 +55,7 @@ TEST(TracerAllocTest, RecordingAllocatesNothingInSteadyState) {
   ASSERT_TRUE(Tracer::Enter(region));  // the first event allocates
   ASSERT_TRUE(Tracer::Leave(region));
 
-  t_counting = true;
+  CountAllocations(true);
   for (int i = 0; i < 100'000; ++i) {
     Tracer::Enter(region);
     Tracer::Send(1, 3, 64);
@@ -94,21 +64,21 @@ TEST(TracerAllocTest, RecordingAllocatesNothingInSteadyState) {
     Tracer::CollectiveEnd(trace::CollectiveKind::kBarrier, 0, -1, 0);
     Tracer::Leave(region);
   }
-  t_counting = false;
-  EXPECT_EQ(t_allocations, 0u) << "with an unchanged mapping";
+  CountAllocations(false);
+  EXPECT_EQ(CountedAllocations(), 0u) << "with an unchanged mapping";
 
   // The daemon republishes the same line: the sequence word changes, the
   // slow path reads the mapping, finds it unchanged, records nothing.
   const uint64_t records = Tracer::Stats().mapping_records;
-  t_allocations = 0;
+  ResetCount();
   for (int i = 0; i < 100; ++i) {
     ASSERT_TRUE(publisher->Publish(m).ok());
-    t_counting = true;
+    CountAllocations(true);
     Tracer::Enter(region);
     Tracer::Leave(region);
-    t_counting = false;
+    CountAllocations(false);
   }
-  EXPECT_EQ(t_allocations, 0u) << "with a republished mapping";
+  EXPECT_EQ(CountedAllocations(), 0u) << "with a republished mapping";
   EXPECT_EQ(Tracer::Stats().mapping_records, records);
 
   const TracerStats stats = Tracer::Stats();
@@ -140,14 +110,14 @@ TEST(TracerAllocTest, HandOffsOfFullBuffersAllocateNothing) {
     Tracer::Leave(region);
   }
 
-  t_allocations = 0;
-  t_counting = true;
+  ResetCount();
+  CountAllocations(true);
   for (int i = 0; i < 200'000; ++i) {
     Tracer::Enter(region);
     Tracer::Leave(region);
   }
-  t_counting = false;
-  EXPECT_EQ(t_allocations, 0u) << "over ~390 hand-offs";
+  CountAllocations(false);
+  EXPECT_EQ(CountedAllocations(), 0u) << "over ~390 hand-offs";
   ASSERT_TRUE(Tracer::Finalize().ok());
   const TracerStats stats = Tracer::Stats();
   EXPECT_EQ(stats.events_written, 2u * (1024 + 200'000));

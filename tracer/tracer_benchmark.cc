@@ -4,8 +4,9 @@
 //
 //   bazel run -c opt //tracer:tracer_benchmark
 //
-// Set-up as in production, minus the model: a ShmPublisher in a temporary
-// directory plays the daemon and publishes a new mapping every 100 ms (so
+// Set-up as in production, minus the model: a BenchSegment
+// (testing/bench_segment.h) plays the daemon and publishes a new mapping
+// every 100 ms (so
 // the recording threads take the mapping-change slow path and append
 // mapping records, as they would), the tracer writes its OTF2 archive into
 // the same temporary directory on disk, with the default buffer of 65536
@@ -31,27 +32,23 @@
 //   FIGURE tracer_writer_cpu_ns_per_event <v> ns
 //   FIGURE tracer_event_vs_clock_gettime_ratio <v> x
 
-#include <ftw.h>
-#include <stdlib.h>
 #include <time.h>
 
-#include <atomic>
-#include <chrono>
 #include <cstdio>
 #include <iostream>
-#include <string>
-#include <thread>
+#include <memory>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "benchmark/benchmark.h"
 #include "client/clock.h"
-#include "tracer/tracer.h"
-#include "shm/shm_publisher.h"
+#include "testing/bench_segment.h"
 #include "testing/side_by_side.h"
+#include "tracer/tracer.h"
 
 namespace {
 
+using ::clocksync::bench::BM_ClockGettimeRaw;
 using ::clocksync::bench::Median;
 
 constexpr int kRepetitions = 9;
@@ -60,13 +57,6 @@ constexpr int64_t kBufferEvents = 65536;  // TracerOptions' default
 
 uint32_t g_region = 0;
 
-void BM_ClockGettimeRaw(benchmark::State& state) {
-  for (auto _ : state) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
-    benchmark::DoNotOptimize(ts);
-  }
-}
 BENCHMARK(BM_ClockGettimeRaw)->Repetitions(kRepetitions);
 
 // One event per iteration (Enter and Leave alternate).
@@ -88,18 +78,6 @@ int64_t CpuNs(clockid_t clock) {
   return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
 }
 
-// ns per call of kBufferEvents bare clock reads.
-double TimeBareBatchNs() {
-  const int64_t start_ns = clocksync::Clock::RawNowNs();
-  for (int64_t i = 0; i < kBufferEvents; ++i) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
-    benchmark::DoNotOptimize(ts);
-  }
-  return static_cast<double>(clocksync::Clock::RawNowNs() - start_ns) /
-         kBufferEvents;
-}
-
 // ns per event of kBufferEvents events: exactly one buffer, one flush.
 double TimeEventBatchNs() {
   const int64_t start_ns = clocksync::Clock::RawNowNs();
@@ -111,58 +89,16 @@ double TimeEventBatchNs() {
          kBufferEvents;
 }
 
-
-clocksync::Mapping FreshMapping() {
-  clocksync::Mapping mapping;
-  mapping.anchor_raw_ns = clocksync::Clock::RawNowNs();
-  mapping.anchor_global_ns = mapping.anchor_raw_ns + 1'000'000'000;
-  mapping.rate_adj = 12.345e-6;
-  mapping.bound_at_anchor_ns = 800;
-  mapping.bound_growth_ppb = 0.5;
-  mapping.state = CLOCKSYNC_STATE_SYNCED;
-  return mapping;
-}
-
-int RemoveEntry(const char* path, const struct stat*, int, struct FTW*) {
-  return remove(path);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string dir_template =
-      std::string(getenv("TEST_TMPDIR") != nullptr ? getenv("TEST_TMPDIR")
-                                                   : "/tmp") +
-      "/clocksync_tracer_benchmark.XXXXXX";
-  if (mkdtemp(dir_template.data()) == nullptr) {
-    std::perror(("mkdtemp " + dir_template).c_str());
-    return 1;
-  }
-  const std::string dir = dir_template;
-
-  absl::StatusOr<clocksync::ShmPublisher> publisher =
-      clocksync::ShmPublisher::Open(dir + "/clocksync.shm");
-  if (!publisher.ok()) {
-    std::cerr << publisher.status() << "\n";
-    return 1;
-  }
-  if (const absl::Status status = publisher->Publish(FreshMapping());
-      !status.ok()) {
-    std::cerr << status << "\n";
-    return 1;
-  }
-  std::atomic<bool> stop{false};
-  std::thread daemon([&] {
-    while (!stop.load()) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      if (!publisher->Publish(FreshMapping()).ok()) std::abort();
-    }
-  });
+  std::unique_ptr<clocksync::bench::BenchSegment> segment =
+      clocksync::bench::BenchSegment::Create("clocksync_tracer_benchmark");
 
   clocksync::TracerOptions options;
-  options.trace_dir = dir;
+  options.trace_dir = segment->dir();
   options.name = "bench";
-  options.shm_path = dir + "/clocksync.shm";
+  options.shm_path = segment->shm_path();
   options.buffer_events = kBufferEvents;
   options.read_environment = false;
   if (const absl::Status status = clocksync::Tracer::Init(options);
@@ -185,11 +121,11 @@ int main(int argc, char** argv) {
   for (int round = 0; round < kRounds; ++round) {
     double bare = 0, event = 0;
     if (round % 2 == 0) {
-      bare = TimeBareBatchNs();
+      bare = clocksync::bench::TimeBareClockReadsNs(kBufferEvents);
       event = TimeEventBatchNs();
     } else {
       event = TimeEventBatchNs();
-      bare = TimeBareBatchNs();
+      bare = clocksync::bench::TimeBareClockReadsNs(kBufferEvents);
     }
     bare_ns.push_back(bare);
     event_ns.push_back(event);
@@ -207,11 +143,8 @@ int main(int argc, char** argv) {
       static_cast<double>(background_cpu_ns) /
       static_cast<double>(live.events_recorded - recorded_before);
   const absl::Status finalized = clocksync::Tracer::Finalize();
-  stop = true;
-  daemon.join();
-  publisher->Close();
+  segment.reset();  // Stops the "daemon", removes the directory.
   const clocksync::TracerStats stats = clocksync::Tracer::Stats();
-  nftw(dir.c_str(), RemoveEntry, 16, FTW_DEPTH | FTW_PHYS);
   if (!finalized.ok()) {
     std::cerr << "Finalize: " << finalized << "\n";
     return 1;

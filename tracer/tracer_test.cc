@@ -25,7 +25,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/clock.h"
 #include "tracer/clocksync_trace.h"
-#include "probe/transport.h"
+#include "probe/responder.h"
 #include "shm/shm_publisher.h"
 #include "gtest/gtest.h"
 #include "hull/sim/clock_model.h"

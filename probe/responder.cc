@@ -1,0 +1,248 @@
+// probe/responder.cc: the responder's set-up and serving loop: batched
+// receive, t2 from kernel stamps, one t3 reading per batch, batched send
+// (see probe/responder.h).
+
+#include "probe/responder.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace clocksync::probe {
+
+using probe_internal::Bump;
+
+GlobalTimeSource::~GlobalTimeSource() = default;
+ReplyObserver::~ReplyObserver() = default;
+
+namespace {
+
+// Serve() checks its stop flag at least this often.
+constexpr int64_t kStopCheckNs = 100'000'000;
+
+// Fills in what a reply says at t3: the time and the parent's state.
+inline void StampT3(const ParentTime& now, ProbePacket& reply) {
+  reply.t3_ns = now.global_ns;
+  reply.parent_state = now.state;
+  reply.parent_depth = now.depth;
+  reply.parent_bound_ns = now.bound_ns;
+  reply.upstream_id = now.upstream_id;
+}
+
+}  // namespace
+
+uint64_t ResponderCounters::malformed_total() const {
+  return probe_internal::Sum(malformed);
+}
+
+absl::StatusOr<std::unique_ptr<ProbeResponder>> ProbeResponder::Create(
+    const Options& options) {
+  if (options.time_source == nullptr) {
+    return absl::InvalidArgumentError("probe responder: no time_source");
+  }
+  if (absl::Status s = ValidateDelayInjection(options.delay,
+                                                options.delay_queue_capacity);
+      !s.ok()) {
+    return s;
+  }
+  absl::StatusOr<probe_internal::ProbeSocket> opened =
+      probe_internal::OpenProbeSocket(options.listen_address,
+                                      /*passive=*/true, /*nonblocking=*/false);
+  if (!opened.ok()) return opened.status();
+  const int fd = opened->fd;
+  absl::Status status;
+  // Serve() blocks in recvmmsg; this bounds the wait so it sees its stop
+  // flag.
+  const timeval receive_timeout = {0, kStopCheckNs / 1000};
+  if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &receive_timeout,
+                 sizeof(receive_timeout)) != 0) {
+    status = absl::ErrnoToStatus(
+        errno,
+        absl::StrCat("SO_RCVTIMEO on probe socket '", options.listen_address,
+                     "'"));
+    close(fd);
+    return status;
+  }
+  if (options.receive_buffer_bytes > 0 &&
+      setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &options.receive_buffer_bytes,
+                 sizeof(options.receive_buffer_bytes)) != 0) {
+    status = absl::ErrnoToStatus(
+        errno,
+        absl::StrCat("SO_RCVBUF on probe socket '", options.listen_address, "'"));
+    close(fd);
+    return status;
+  }
+  if (bind(fd, reinterpret_cast<const sockaddr*>(&opened->address),
+           opened->address_len) != 0) {
+    status = absl::ErrnoToStatus(
+        errno, absl::StrCat("bind probe responder to '",
+                            options.listen_address, "'"));
+    close(fd);
+    return status;
+  }
+  sockaddr_storage bound;
+  socklen_t bound_len = sizeof(bound);
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &bound_len) != 0) {
+    status = absl::ErrnoToStatus(
+        errno, absl::StrCat("getsockname of probe responder '",
+                            options.listen_address, "'"));
+    close(fd);
+    return status;
+  }
+  return std::unique_ptr<ProbeResponder>(new ProbeResponder(
+      options, fd, probe_internal::FormatAddress(bound),
+      probe_internal::PortOf(bound)));
+}
+
+ProbeResponder::ProbeResponder(const Options& options, int fd,
+                               std::string address, uint16_t port)
+    : options_(options),
+      fd_(fd),
+      address_(std::move(address)),
+      port_(port),
+      delay_sampler_(options.delay, /*stream=*/2) {
+  if (options_.delay.enabled) {
+    delay_queue_ = std::make_unique<DelayQueue>(options_.delay_queue_capacity);
+  }
+  for (size_t i = 0; i < kBatch; ++i) {
+    tx_[i].iov = {tx_[i].data, kProbePacketSize};
+    msghdr& tx = tx_msgs_[i].msg_hdr;
+    tx.msg_iov = &tx_[i].iov;
+    tx.msg_iovlen = 1;
+    tx.msg_name = &tx_[i].to;
+  }
+}
+
+ProbeResponder::~ProbeResponder() { close(fd_); }
+
+absl::Status ProbeResponder::Serve(const std::atomic<bool>& stop) {
+  pollfd readable{fd_, POLLIN, 0};
+  while (!stop.load(std::memory_order_relaxed)) {
+    // Block in recvmmsg itself (cheaper than poll + receive) for the first
+    // datagram, at most SO_RCVTIMEO (kStopCheckNs) so that `stop` is seen;
+    // take whatever else is queued without waiting (MSG_WAITFORONE).
+    int flags = MSG_WAITFORONE;
+    if (delay_queue_ != nullptr && !delay_queue_->empty()) {
+      // Delayed replies pending: wait only until the next one is due.
+      SendDue(RawNowNs());
+      if (!delay_queue_->empty()) {
+        const int64_t wait_ns = std::clamp<int64_t>(
+            delay_queue_->next_due_ns() - RawNowNs(), 0, kStopCheckNs);
+        const timespec timeout = probe_internal::ToTimespec(wait_ns);
+        if (wait_ns > 0 && ppoll(&readable, 1, &timeout, nullptr) < 0 &&
+            errno != EINTR) {
+          return absl::ErrnoToStatus(
+              errno, absl::StrCat("probe responder ", address_, ": ppoll"));
+        }
+        flags = MSG_DONTWAIT;
+      }
+    }
+    const int count = rx_.Receive(fd_, flags);
+    if (count > 0) {
+      const int64_t raw_after_receive_ns = RawNowNs();
+      // Calibrating next to the stamps keeps the conversion's rate error at
+      // the packets' queueing time (raw_clock.h); it costs a few clock reads
+      // per batch.
+      realtime_to_raw_.Calibrate();
+      HandleBatch(count, raw_after_receive_ns);
+      if (delay_queue_ != nullptr) SendDue(RawNowNs());
+    } else if (count < 0 && errno != EAGAIN && errno != EWOULDBLOCK &&
+               errno != EINTR && errno != ENOMEM && errno != ENOBUFS) {
+      return absl::ErrnoToStatus(
+          errno, absl::StrCat("probe responder ", address_, ": recvmmsg"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+void ProbeResponder::HandleBatch(int count, int64_t raw_after_receive_ns) {
+  Bump(counters_.received, static_cast<uint64_t>(count));
+  const GlobalTimeSource& source = *options_.time_source;
+  size_t ready = 0;
+  for (int i = 0; i < count; ++i) {
+    const size_t slot = static_cast<size_t>(i);
+    const msghdr& header = rx_.header(slot);
+    ProbePacket request;
+    const DecodeStatus status =
+        DecodeProbe(rx_.data(slot), rx_.length(slot), &request, Key());
+    if (status != DecodeStatus::kOk) {
+      Bump(counters_.malformed[static_cast<size_t>(status)]);
+    } else if (request.type != ProbeType::kRequest) {
+      Bump(counters_.unexpected_type);
+    } else {
+      TxSlot& tx = tx_[ready];
+      tx.raw_receive_ns = probe_internal::ReceiveRawNs(
+          header, raw_after_receive_ns, realtime_to_raw_,
+          counters_.rx_timestamp_fallbacks);
+      tx.packet = ProbePacket{};
+      tx.packet.type = ProbeType::kReply;
+      tx.packet.nonce = request.nonce;
+      tx.packet.sender_id = options_.node_id;
+      tx.packet.t1_ns = request.t1_ns;
+      tx.packet.t2_ns = source.GlobalAt(tx.raw_receive_ns).global_ns;
+      std::memcpy(&tx.to, &rx_.sender(slot), header.msg_namelen);
+      tx.to_len = header.msg_namelen;
+      if (delay_queue_ == nullptr) {
+        ++ready;
+      } else {
+        // Emulated network: t3 is now, the reply leaves when due.
+        const int64_t raw_send_ns = RawNowNs();
+        StampT3(source.GlobalAt(raw_send_ns), tx.packet);
+        EncodeProbe(tx.packet, tx.data, Key());
+        if (options_.observer != nullptr) {
+          options_.observer->OnReply(raw_send_ns - tx.raw_receive_ns);
+        }
+        if (!delay_queue_->Push(raw_send_ns + delay_sampler_.NextNs(),
+                                tx.data, &tx.to, tx.to_len)) {
+          Bump(counters_.delay_queue_drops);
+        }
+      }
+    }
+    rx_.Restore(slot);
+  }
+  if (ready == 0) return;
+  // t3 as late as possible: one reading for the batch, then encode and send.
+  const int64_t raw_send_ns = RawNowNs();
+  const ParentTime now = source.GlobalAt(raw_send_ns);
+  for (size_t j = 0; j < ready; ++j) {
+    TxSlot& tx = tx_[j];
+    StampT3(now, tx.packet);
+    EncodeProbe(tx.packet, tx.data, Key());
+  }
+  SendPrepared(ready);
+  if (options_.observer != nullptr) {
+    for (size_t j = 0; j < ready; ++j) {
+      options_.observer->OnReply(raw_send_ns - tx_[j].raw_receive_ns);
+    }
+  }
+}
+
+void ProbeResponder::SendPrepared(size_t count) {
+  for (size_t j = 0; j < count; ++j) {
+    tx_msgs_[j].msg_hdr.msg_namelen = tx_[j].to_len;
+  }
+  probe_internal::SendEach(fd_, tx_msgs_.data(), count, counters_.answered,
+                           counters_.send_errors);
+}
+
+void ProbeResponder::SendDue(int64_t raw_now_ns) {
+  size_t count = 0;
+  while (!delay_queue_->empty() && delay_queue_->next_due_ns() <= raw_now_ns) {
+    delay_queue_->Pop(tx_[count].data, &tx_[count].to, &tx_[count].to_len);
+    if (++count == kBatch) {
+      SendPrepared(count);
+      count = 0;
+    }
+  }
+  if (count > 0) SendPrepared(count);
+}
+
+}  // namespace clocksync::probe

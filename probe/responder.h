@@ -1,0 +1,196 @@
+// probe/responder.h: the parent side of the probe protocol (wire format:
+// probe/packet.h, docs/PROBE_PROTOCOL.md): ProbeResponder answers requests
+// from a tight loop, stamping t2 from the kernel's receive timestamp and t3
+// just before sending. Allocates nothing while serving.
+//
+//   ProbeResponder    binds a UDP socket and answers until told to stop.
+//   GlobalTimeSource  what the responder reads its global time from (the
+//                     daemon's current mapping; a fake in tests).
+//   ReplyObserver     an optional hook on every reply (the benchmark's
+//                     turnaround histogram).
+//
+// Timestamps: t2 and t3 are GlobalAt() of raw instants (CLOCK_MONOTONIC_RAW).
+// The receive instant comes from the kernel's stamp, biased late
+// (probe/udp_socket.h); the send instant is read just before the send call,
+// so it is early. Early sends and late receives only look like extra network
+// delay: the child's estimator bound stays valid. With batching (several
+// replies per sendmmsg) the later replies of a batch leave later than their
+// t3; at the daemon's probe rates batches hold one packet.
+//
+// Example:
+//   ProbeResponder::Options options;
+//   options.listen_address = "[::]:3190";
+//   options.node_id = my_id;
+//   options.time_source = &mapping_source;  // implements GlobalTimeSource
+//   absl::StatusOr<std::unique_ptr<ProbeResponder>> responder =
+//       ProbeResponder::Create(options);
+//   if (!responder.ok()) return responder.status();  // names the address
+//   std::thread serving([&] { serve_status = (*responder)->Serve(stop); });
+//
+// Errors are absl::Status values naming the address and the errno text.
+#ifndef CLOCKSYNC_PROBE_RESPONDER_H_
+#define CLOCKSYNC_PROBE_RESPONDER_H_
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "probe/auth.h"
+#include "probe/delay_injection.h"
+#include "probe/packet.h"
+#include "probe/raw_clock.h"
+#include "probe/udp_socket.h"
+
+namespace clocksync::probe {
+
+// The responder's view of its global time at one raw instant, with the state
+// it reports to its children.
+struct ParentTime {
+  // Global time at the raw instant, ns.
+  int64_t global_ns = 0;
+  // SyncState (kProbeState*, 1..4).
+  uint8_t state = kProbeStateUnsynced;
+  // Depth in the tree, 0 for the master.
+  uint8_t depth = 0;
+  // Half-width of [earliest, latest] at the raw instant, ns, including the
+  // bounds of every node above; >= 0.
+  int64_t bound_ns = 0;
+  // Node id of this node's own parent; 0 for the master.
+  uint64_t upstream_id = 0;
+};
+
+// Where a ProbeResponder gets global time. Called from the Serve() thread,
+// twice per request; implementations must be thread-safe against whoever
+// updates them (the daemon's sync loop) and should be fast (a seqlock read).
+class GlobalTimeSource {
+ public:
+  virtual ~GlobalTimeSource();
+  virtual ParentTime GlobalAt(int64_t raw_ns) const = 0;
+};
+
+// Called on the Serve() thread for every reply sent, with the responder's
+// turnaround: raw instant of t3 minus raw instant of t2, ns. Optional (the
+// benchmark records a histogram); when none is set it costs one branch.
+class ReplyObserver {
+ public:
+  virtual ~ReplyObserver();
+  virtual void OnReply(int64_t turnaround_ns) = 0;
+};
+
+// Counters of a responder. Written by the Serve() thread only, readable from
+// any thread at any time (relaxed atomics; each counter is exact, a set of
+// them read together may be from slightly different moments).
+struct ResponderCounters {
+  std::atomic<uint64_t> received{0};  // Datagrams received.
+  std::atomic<uint64_t> answered{0};  // Replies handed to the kernel.
+  // Malformed datagrams by DecodeStatus (index 0, kOk, stays 0).
+  std::array<std::atomic<uint64_t>, kDecodeStatusCount> malformed{};
+  std::atomic<uint64_t> unexpected_type{0};  // Well-formed replies received.
+  std::atomic<uint64_t> send_errors{0};      // sendmmsg refused a reply.
+  std::atomic<uint64_t> delay_queue_drops{0};  // Delay queue was full.
+  // Requests without a usable kernel timestamp (t2 from a raw reading).
+  std::atomic<uint64_t> rx_timestamp_fallbacks{0};
+
+  uint64_t malformed_total() const;
+};
+
+// Answers probe requests on one UDP socket. Create() binds; Serve() answers
+// until `stop` becomes true. One thread calls Serve(); counters() and port()
+// are safe from any thread.
+class ProbeResponder {
+ public:
+  // Datagrams received or replies sent per system call, at most.
+  static constexpr size_t kBatch = 32;
+
+  struct Options {
+    // "host:port" to bind: "0.0.0.0:3190", "[::]:3190", "127.0.0.1:0",
+    // ":3190" (wildcard). Port 0 picks an ephemeral port (see port()).
+    std::string listen_address;
+    // Sent as sender_id in every reply.
+    uint64_t node_id = 0;
+    // Required; not owned; must outlive the responder.
+    const GlobalTimeSource* time_source = nullptr;
+    // Replies wait min + Exp(mean) after t3 before they are sent (tests).
+    DelayInjection delay;
+    // Replies the delay queue holds; more are dropped and counted.
+    size_t delay_queue_capacity = 4096;
+    // SO_RCVBUF in bytes; 0 leaves the system default.
+    int receive_buffer_bytes = 0;
+    // Optional; not owned; must outlive the responder.
+    ReplyObserver* observer = nullptr;
+    // The tree's shared key: answers only authenticated requests and
+    // authenticates its replies. None: unauthenticated probes only.
+    std::optional<ProbeKeys> key;
+  };
+
+  // Binds the socket and enables SO_TIMESTAMPNS. Errors name the address.
+  static absl::StatusOr<std::unique_ptr<ProbeResponder>> Create(
+      const Options& options);
+  ~ProbeResponder();
+  ProbeResponder(const ProbeResponder&) = delete;
+  ProbeResponder& operator=(const ProbeResponder&) = delete;
+
+  // Answers requests until `stop` is true (checked at least every 100 ms).
+  // Returns OK when stopped, or an error naming the address when the socket
+  // fails. Allocates nothing while it runs. Replies still in the delay
+  // queue at stop stay there (a later Serve() sends them when due). May be
+  // called again after it returned, never concurrently.
+  absl::Status Serve(const std::atomic<bool>& stop);
+
+  // The bound port (the ephemeral one when asked for port 0).
+  uint16_t port() const { return port_; }
+  // The bound address, "ip:port" or "[ip6]:port".
+  const std::string& address() const { return address_; }
+  const ResponderCounters& counters() const { return counters_; }
+
+ private:
+  ProbeResponder(const Options& options, int fd, std::string address,
+                 uint16_t port);
+  // Handles `count` received datagrams; sends immediate replies.
+  void HandleBatch(int count, int64_t raw_after_receive_ns);
+  // Sends the encoded replies tx_[0..count) with sendmmsg.
+  void SendPrepared(size_t count);
+  // Sends the delayed replies due at `raw_now_ns`.
+  void SendDue(int64_t raw_now_ns);
+
+  const Options options_;
+  // The key to sign and check with, or nullptr.
+  const ProbeKeys* Key() const {
+    return options_.key.has_value() ? &*options_.key : nullptr;
+  }
+  const int fd_;
+  const std::string address_;
+  const uint16_t port_;
+  ResponderCounters counters_;
+  RealtimeToRaw realtime_to_raw_;
+  DelaySampler delay_sampler_;
+  std::unique_ptr<DelayQueue> delay_queue_;  // With delay injection only.
+
+  // Receive side: the requests of one recvmmsg, with their senders.
+  probe_internal::RxBatch<kBatch> rx_{/*with_sender=*/true};
+  // Send side.
+  struct TxSlot {
+    ProbePacket packet;
+    int64_t raw_receive_ns;
+    uint8_t data[kProbePacketSize];
+    sockaddr_storage to;
+    socklen_t to_len;
+    iovec iov;
+  };
+  std::array<TxSlot, kBatch> tx_{};
+  std::array<mmsghdr, kBatch> tx_msgs_{};
+};
+
+}  // namespace clocksync::probe
+
+#endif  // CLOCKSYNC_PROBE_RESPONDER_H_
