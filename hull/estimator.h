@@ -7,8 +7,9 @@
 //   drift  dθ/dx in parts per billion: POSITIVE when the local clock runs
 //          SLOW (global time advances faster than local time).
 //
-// A probe sample (t1, t2, t3, t4): t1 local send, t2 parent receive (global),
-// t3 parent send (global), t4 local receive. With non-negative delays
+// A probe sample (t1, t2, t3, t4; hull/probe_sample.h): t1 local send, t2
+// parent receive (global), t3 parent send (global), t4 local receive. The
+// sample is widened by its parent_bound_ns. With non-negative delays
 //   request  point (t1, t2 − t1) lies on or above θ: lower hull;
 //   response point (t4, t3 − t4) lies on or below θ: upper hull.
 // Every line between the hulls is consistent with the window. The estimate is
@@ -41,27 +42,11 @@
 #include <cstdint>
 #include <string>
 
+#include "hull/probe_sample.h"
 #include "hull/separation.h"
 #include "hull/sliding_hull.h"
 
 namespace clocksync::hull {
-
-// One probe exchange; t1 and t4 local, t2 and t3 on the parent's global
-// timescale; all in integer ns.
-//
-// A parent that is not the master knows global time only within its own
-// bound: its t2 and t3 are within ± parent_bound_ns of the true global
-// time. The estimator widens the sample by that much (request point up,
-// response point down), so that its lines and bound are against the true
-// global time however the parent's time wiggles (bounds add up down the
-// tree, and a parent's corrections never make the hulls cross).
-struct ProbeSample {
-  int64_t t1_ns;
-  int64_t t2_ns;
-  int64_t t3_ns;
-  int64_t t4_ns;
-  int64_t parent_bound_ns = 0;
-};
 
 struct EstimatorConfig {
   // Samples older than this (by t4, against the newest t4) leave the window.
