@@ -1,4 +1,4 @@
-// AdaptiveWindowEstimator: see adaptive_estimator.h.
+// hull/adaptive_estimator.cc: AdaptiveWindowEstimator (see adaptive_estimator.h).
 
 #include "hull/adaptive_estimator.h"
 
