@@ -137,7 +137,7 @@ class Daemon::View : public NodeView {
 
 Daemon::Daemon(const DaemonConfig& config)
     : config_(config),
-      estimator_(config.estimator),
+      estimator_(hull::MakeEstimator(config.estimator)),
       slewer_(config.slew) {}
 
 Daemon::~Daemon() {
@@ -422,7 +422,7 @@ void Daemon::RunNode() {
         ++stats_.samples_from_unsynced_parent;
         return;
       }
-      if (hull::IsAccepted(estimator_.Add(reply.sample))) {
+      if (hull::IsAccepted(estimator_->Add(reply.sample))) {
         ++stats_.samples_used;
         last_reply_raw_ns_ = probe::RawNowNs();
         depth_ = reply.parent_depth + 1u;
@@ -430,7 +430,7 @@ void Daemon::RunNode() {
       }
     });
     if (agent_) {
-      const int64_t rtt = estimator_.stats().min_round_trip_ns;
+      const int64_t rtt = estimator_->stats().min_round_trip_ns;
       agent_->SetParentRoundTripNs(rtt > 0 ? rtt : -1);
     }
     if (!polled.ok() && raw_error_logs_++ < 10) {
@@ -447,7 +447,7 @@ void Daemon::PublishNode(int64_t raw_ns) {
   SlewTarget t;
   t.raw_ns = raw_ns;
   t.depth = depth_;
-  const hull::TimeEstimate now = estimator_.Estimate(LocalAt(raw_ns));
+  const hull::TimeEstimate now = estimator_->Estimate(LocalAt(raw_ns));
   if (now.state == hull::SyncState::kUnsynced) {
     t.state = CLOCKSYNC_STATE_UNSYNCED;
   } else {
@@ -455,9 +455,9 @@ void Daemon::PublishNode(int64_t raw_ns) {
     // from its values 1 s and 10 s ahead (the bound's growth is convex:
     // the secant over 10 s is an upper envelope up to then).
     const hull::TimeEstimate in_1s =
-        estimator_.Estimate(LocalAt(raw_ns + 1'000'000'000));
+        estimator_->Estimate(LocalAt(raw_ns + 1'000'000'000));
     const hull::TimeEstimate in_10s =
-        estimator_.Estimate(LocalAt(raw_ns + 10'000'000'000));
+        estimator_->Estimate(LocalAt(raw_ns + 10'000'000'000));
     auto half = [](const hull::TimeEstimate& e) {
       return std::max(e.latest_ns - e.global_ns, e.global_ns - e.earliest_ns);
     };
@@ -475,7 +475,7 @@ void Daemon::PublishNode(int64_t raw_ns) {
     if (raw_ns - last_reply_raw_ns_ > config_.holdover_after_ns) {
       t.state = CLOCKSYNC_STATE_HOLDOVER;
     }
-    const uint64_t inconsistencies = estimator_.stats().inconsistencies;
+    const uint64_t inconsistencies = estimator_->stats().inconsistencies;
     t.jump_detected = inconsistencies != inconsistencies_seen_;
     inconsistencies_seen_ = inconsistencies;
   }
@@ -518,9 +518,9 @@ void Daemon::UpdateSnapshot(int64_t raw_ns) {
     st.set_global_time_ns(slewer_.PublishedAt(raw_ns));
   }
   if (!config_.master) {
-    const hull::TimeEstimate e = estimator_.Estimate(LocalAt(raw_ns));
-    const hull::EstimatorStats& stats = estimator_.stats();
-    const hull::TwoHullEstimator& est = estimator_.selected();
+    const hull::TimeEstimate e = estimator_->Estimate(LocalAt(raw_ns));
+    const hull::EstimatorStats& stats = estimator_->stats();
+    const hull::Estimator& est = *estimator_;
     st.set_offset_to_parent_ns(e.offset_ns);
     st.set_drift_ppb(e.drift_ppb);
     st.set_min_round_trip_ns(stats.min_round_trip_ns);
@@ -599,8 +599,8 @@ void Daemon::WriteStatus(int64_t raw_ns) {
       spdlog::info("{}: not attached yet, joining through {}", config_.node_id,
                    absl::StrJoin(config_.join, ","));
     } else if (!config_.master) {
-      const hull::TimeEstimate e = estimator_.Estimate(LocalAt(raw_ns));
-      const auto& est = estimator_.selected();
+      const hull::TimeEstimate e = estimator_->Estimate(LocalAt(raw_ns));
+      const hull::Estimator& est = *estimator_;
       spdlog::info(
           "{}: {} depth {} offset {} ns drift {:.1f} ppb bound ±{} ns window "
           "{} samples ({:.0f} s) sent {} answered {} lost {}",
@@ -619,7 +619,7 @@ void Daemon::WriteStatus(int64_t raw_ns) {
   FILE* f = std::fopen(tmp.c_str(), "w");
   if (f == nullptr) return;
   double drift_ppb = 0;
-  if (!config_.master) drift_ppb = estimator_.Estimate(LocalAt(raw_ns)).drift_ppb;
+  if (!config_.master) drift_ppb = estimator_->Estimate(LocalAt(raw_ns)).drift_ppb;
   // The parent by id when membership knows it ("-" for the master, "?"
   // while detached), else the pinned parent's probe address.
   std::string parent = config_.master ? "-" : config_.parent;
@@ -634,7 +634,7 @@ void Daemon::WriteStatus(int64_t raw_ns) {
                "drift_ppb=%.1f\n",
                config_.node_id.c_str(), StateName(published_state_), depth,
                parent.c_str(),
-               config_.master ? size_t{0} : estimator_.selected().window_samples(),
+               config_.master ? size_t{0} : estimator_->window_samples(),
                static_cast<long long>(published_bound_ns_), drift_ppb);
   std::fclose(f);
   std::rename(tmp.c_str(), config_.status_file.c_str());

@@ -34,7 +34,7 @@
 #include "probe/responder.h"
 #include "shm/shm_publisher.h"
 #include "clocksyncd/status_service.h"
-#include "hull/adaptive_estimator.h"
+#include "hull/estimator.h"
 #include "hull/sim/clock_model.h"
 
 namespace clocksync {
@@ -167,7 +167,7 @@ class Daemon {
   int64_t next_snapshot_raw_ns_ = 0;
   std::thread responder_thread_;
   std::atomic<bool> responder_stop_{false};
-  hull::AdaptiveWindowEstimator estimator_;
+  std::unique_ptr<hull::Estimator> estimator_;
   MappingSlewer slewer_;
   // Parent's side of the latest samples.
   int64_t last_reply_raw_ns_ = 0;

@@ -1,4 +1,4 @@
-// AdaptiveWindowEstimator: see adaptive_estimator.h.
+// hull/adaptive_estimator.cc: AdaptiveWindowEstimator (see adaptive_estimator.h).
 
 #include "hull/adaptive_estimator.h"
 
@@ -10,20 +10,6 @@ namespace {
 constexpr double kShorterWindowMargin = 0.85;
 
 }  // namespace
-
-std::string ValidateAdaptiveConfig(const AdaptiveConfig& c) {
-  const std::string base = ValidateConfig(c.base);
-  if (!base.empty()) return base;
-  if (c.levels < 1 || c.levels > 8) return "levels: must be in [1, 8]";
-  if ((c.base.window_ns >> (c.levels - 1)) < 1'000'000'000) {
-    return "levels: the shortest window (window / 2^(levels-1)) must be at "
-           "least 1 s";
-  }
-  if (c.score_time_constant_ns <= 0) {
-    return "score_time_constant_ns: must be positive";
-  }
-  return "";
-}
 
 AdaptiveWindowEstimator::AdaptiveWindowEstimator(const AdaptiveConfig& config)
     : config_(config), scores_(config.levels, 0.0) {

@@ -1,4 +1,5 @@
-// AdaptiveWindowEstimator: picks the sliding window's length from the data,
+// hull/adaptive_estimator.h: AdaptiveWindowEstimator, an Estimator
+// (hull/estimator.h) that picks the sliding window's length from the data,
 // as linuxptp's linreg servo picks its regression length by prediction error.
 //
 // A line fits a clock only over so long: when the frequency bends (a
@@ -28,27 +29,18 @@
 #include <vector>
 
 #include "hull/estimator.h"
+#include "hull/two_hull_estimator.h"
 
 namespace clocksync::hull {
 
-struct AdaptiveConfig {
-  // The longest window and everything else: see EstimatorConfig.
-  EstimatorConfig base;
-  // Windows base.window_ns / 2^k for k in [0, levels); 1 = fixed window.
-  int levels = 4;
-  // Memory of the prediction scores.
-  int64_t score_time_constant_ns = 120'000'000'000;
-};
-
-// Returns an empty string when valid, else "key: reason".
-std::string ValidateAdaptiveConfig(const AdaptiveConfig& config);
-
-class AdaptiveWindowEstimator {
+// The window is config.base.window_ns / 2^k for k in [0, levels); see
+// AdaptiveConfig (hull/estimator.h).
+class AdaptiveWindowEstimator final : public Estimator {
  public:
   explicit AdaptiveWindowEstimator(const AdaptiveConfig& config = {});
 
-  AddResult Add(const ProbeSample& sample);
-  TimeEstimate Estimate(int64_t local_ns) const;
+  AddResult Add(const ProbeSample& sample) override;
+  TimeEstimate Estimate(int64_t local_ns) const override;
 
   // The level answering now (0 = the longest window) and its window.
   int selected_level() const { return selected_; }
@@ -56,7 +48,20 @@ class AdaptiveWindowEstimator {
   // The answering level's estimator (its window, hulls and counters).
   const TwoHullEstimator& selected() const { return *levels_[selected_]; }
   // Statistics of the longest window (sample counters are the same for all).
-  const EstimatorStats& stats() const { return levels_[0]->stats(); }
+  const EstimatorStats& stats() const override { return levels_[0]->stats(); }
+  // The answering level's window and hulls.
+  size_t window_samples() const override {
+    return selected().window_samples();
+  }
+  int64_t window_span_ns() const override {
+    return selected().window_span_ns();
+  }
+  size_t lower_hull_vertices() const override {
+    return selected().lower_hull_vertices();
+  }
+  size_t upper_hull_vertices() const override {
+    return selected().upper_hull_vertices();
+  }
   double score(int level) const { return levels_[level]->stats().accepted ? scores_[level] : 0; }
   int levels() const { return static_cast<int>(levels_.size()); }
 

@@ -17,6 +17,12 @@
 namespace clocksync::hull {
 namespace {
 
+// An exchange whose master gave one stamp m (t2 = t3 = m): local send s,
+// local receive r.
+constexpr ProbeSample Exchange(int64_t s, int64_t m, int64_t r) {
+  return ProbeSample::OneMasterStamp(s, m, r);
+}
+
 constexpr int64_t kEpochNs = 1'700'000'000'000'000'000;
 constexpr int64_t kSecondNs = 1'000'000'000;
 
@@ -97,7 +103,8 @@ std::vector<SyncSession> SessionsFor(int64_t offset_ns, int64_t ppb) {
   for (int64_t i = 0; i <= 10; ++i) {
     const int64_t g = kEpochNs + i * 60 * kSecondNs;
     const int64_t local = LocalOf(offset_ns, ppb, g);
-    sessions.push_back(SyncSession{i, {{local - 50'000, g, local + 50'000}}});
+    sessions.push_back(
+        SyncSession{i, {Exchange(local - 50'000, g, local + 50'000)}});
   }
   return sessions;
 }
@@ -105,13 +112,14 @@ std::vector<SyncSession> SessionsFor(int64_t offset_ns, int64_t ppb) {
 TEST(ClockConditionTest, CorrectionsRestoreTheClockCondition) {
   // Process 0 reads global time; process 1 is 80 µs behind and 20 ppm slow.
   // Messages 1 -> 0 and 0 -> 1 take 5..9 µs.
-  const auto p0 = MakeCorrection(CorrectionMethod::kLinear, SessionsFor(0, 0));
-  const auto p1 =
-      MakeCorrection(CorrectionMethod::kLinear, SessionsFor(80'000, 20'000));
+  const auto p0 =
+      FitPostmortemCorrection(CorrectionKind::kLinear, SessionsFor(0, 0));
+  const auto p1 = FitPostmortemCorrection(CorrectionKind::kLinear,
+                                          SessionsFor(80'000, 20'000));
   ASSERT_TRUE(p0.ok() && p1.ok());
-  const auto identity =
-      MakeCorrection(CorrectionMethod::kLinear,
-                     {SyncSession{0, {{kEpochNs, kEpochNs, kEpochNs}}}});
+  const auto identity = FitPostmortemCorrection(
+      CorrectionKind::kLinear,
+      {SyncSession{0, {Exchange(kEpochNs, kEpochNs, kEpochNs)}}});
   ASSERT_TRUE(identity.ok());
   ASSERT_EQ((*identity)->ToGlobalNs(kEpochNs + 12345), kEpochNs + 12345);
 
@@ -146,9 +154,9 @@ TEST(ClockConditionTest, CorrectionsRestoreTheClockCondition) {
 }
 
 TEST(ClockConditionTest, MissingCorrectionIsAnError) {
-  const auto c =
-      MakeCorrection(CorrectionMethod::kLinear,
-                     {SyncSession{0, {{kEpochNs, kEpochNs, kEpochNs}}}});
+  const auto c = FitPostmortemCorrection(
+      CorrectionKind::kLinear,
+      {SyncSession{0, {Exchange(kEpochNs, kEpochNs, kEpochNs)}}});
   ASSERT_TRUE(c.ok());
   const Correction* corrections[] = {c->get(), nullptr};
   const std::vector<LocalMessage> ok_message = {{0, 0, 1, 2}};

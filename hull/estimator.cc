@@ -1,20 +1,14 @@
-// TwoHullEstimator: see estimator.h for the model, conventions and costs.
+// hull/estimator.cc: the estimator's configuration checks, names and
+// factory (see estimator.h); the estimators are in their own files.
 
 #include "hull/estimator.h"
 
-#include <algorithm>
 #include <cmath>
-#include <limits>
-#include <vector>
+
+#include "hull/adaptive_estimator.h"
+#include "hull/two_hull_estimator.h"
 
 namespace clocksync::hull {
-namespace {
-
-// A point closer than this (ns) to a cached line counts as touching it, so
-// rounding in the double-valued lines can only cause extra recomputation.
-constexpr double kTouchToleranceNs = 0.01;
-
-}  // namespace
 
 std::string ValidateConfig(const EstimatorConfig& c) {
   if (c.window_ns <= 0) return "window_ns: must be positive";
@@ -63,237 +57,25 @@ const char* AddResultName(AddResult result) {
   return "?";
 }
 
-TwoHullEstimator::TwoHullEstimator(const EstimatorConfig& config)
-    : config_(config) {}
-
-HullChains TwoHullEstimator::Chains() const {
-  HullChains chains;
-  chains.lower = {requests_.front_chain(), requests_.back_chain()};
-  chains.upper = {responses_.front_chain(), responses_.back_chain()};
-  return chains;
+std::string ValidateAdaptiveConfig(const AdaptiveConfig& c) {
+  const std::string base = ValidateConfig(c.base);
+  if (!base.empty()) return base;
+  if (c.levels < 1 || c.levels > 8) return "levels: must be in [1, 8]";
+  if ((c.base.window_ns >> (c.levels - 1)) < 1'000'000'000) {
+    return "levels: the shortest window (window / 2^(levels-1)) must be at "
+           "least 1 s";
+  }
+  if (c.score_time_constant_ns <= 0) {
+    return "score_time_constant_ns: must be positive";
+  }
+  return "";
 }
 
-void TwoHullEstimator::Recompute() {
-  sep_ = Separate(Chains());
-  sep_dirty_ = false;
-  ++stats_.line_recomputations;
-}
-
-bool TwoHullEstimator::Touches(const Point& request,
-                               const Point& response) const {
-  if (sep_dirty_ || !sep_.bounded || !sep_.feasible) return true;
-  const double room = sep_.margin + kTouchToleranceNs;
-  // Request points must stay above every cached line, response points below.
-  return static_cast<double>(request.y) - sep_.mid.At(request.x) < room ||
-         sep_.mid.At(response.x) - static_cast<double>(response.y) < room ||
-         static_cast<double>(request.y) - sep_.max_line.At(request.x) <
-             kTouchToleranceNs ||
-         static_cast<double>(request.y) - sep_.min_line.At(request.x) <
-             kTouchToleranceNs ||
-         sep_.max_line.At(response.x) - static_cast<double>(response.y) <
-             kTouchToleranceNs ||
-         sep_.min_line.At(response.x) - static_cast<double>(response.y) <
-             kTouchToleranceNs;
-}
-
-void TwoHullEstimator::PushPoints(const Point& request,
-                                  const Point& response) {
-  requests_.PushBack(request);
-  responses_.PushBack(response);
-}
-
-void TwoHullEstimator::PopOldest() {
-  const Point& request = requests_.front();
-  const Point& response = responses_.front();
-  if (!sep_dirty_) {
-    if (sep_.supports_known && sep_.bounded && sep_.feasible) {
-      // A line moves only when a point it rests on leaves.
-      for (int k = 0; k < 4; ++k) {
-        if (request.x == sep_.request_support_x[k] ||
-            response.x == sep_.response_support_x[k]) {
-          sep_dirty_ = true;
-        }
-      }
-    } else if (Touches(request, response)) {
-      sep_dirty_ = true;
-    }
+std::unique_ptr<Estimator> MakeEstimator(const AdaptiveConfig& config) {
+  if (config.levels == 1) {
+    return std::make_unique<TwoHullEstimator>(config.base);
   }
-  requests_.PopFront();
-  responses_.PopFront();
-}
-
-AddResult TwoHullEstimator::Add(const ProbeSample& s) {
-  // Plausibility first: nothing implausible reaches the hulls.
-  if (s.t4_ns < s.t1_ns) {
-    ++stats_.rejected_receive_before_send;
-    return AddResult::kRejectedReceiveBeforeSend;
-  }
-  if (s.t3_ns < s.t2_ns) {
-    ++stats_.rejected_reply_before_request;
-    return AddResult::kRejectedReplyBeforeRequest;
-  }
-  // (t4 − t1) − (t3 − t2), computed without overflow for any int64 inputs.
-  const __int128 round_trip = static_cast<__int128>(s.t4_ns) - s.t1_ns -
-                              (static_cast<__int128>(s.t3_ns) - s.t2_ns);
-  if (round_trip < 0 || round_trip > config_.max_round_trip_ns) {
-    ++stats_.rejected_round_trip;
-    return AddResult::kRejectedRoundTrip;
-  }
-  if (s.parent_bound_ns < 0 || s.parent_bound_ns > config_.max_parent_bound_ns) {
-    ++stats_.rejected_parent_bound;
-    return AddResult::kRejectedParentBound;
-  }
-  if (have_last_ && (s.t1_ns <= last_t1_ || s.t4_ns <= last_t4_)) {
-    ++stats_.rejected_time_backwards;
-    return AddResult::kRejectedTimeBackwards;
-  }
-  have_last_ = true;
-  last_t1_ = s.t1_ns;
-  last_t4_ = s.t4_ns;
-  ++stats_.accepted;
-  const int64_t rtt = static_cast<int64_t>(round_trip);
-  stats_.min_round_trip_ns = stats_.accepted == 1
-                                 ? rtt
-                                 : std::min(stats_.min_round_trip_ns, rtt);
-
-  // Offsets of hours and epoch timestamps: __int128 keeps the subtraction
-  // exact; relative values fit int64 for any realistic input.
-  const __int128 request_offset =
-      static_cast<__int128>(s.t2_ns) - s.t1_ns + s.parent_bound_ns;
-  const __int128 response_offset =
-      static_cast<__int128>(s.t3_ns) - s.t4_ns - s.parent_bound_ns;
-  if (!have_anchor_) {
-    have_anchor_ = true;
-    anchor_x_ = s.t1_ns;
-    anchor_y_ = static_cast<int64_t>(request_offset);
-  }
-  const Point request{s.t1_ns - anchor_x_,
-                      static_cast<int64_t>(request_offset - anchor_y_)};
-  const Point response{s.t4_ns - anchor_x_,
-                       static_cast<int64_t>(response_offset - anchor_y_)};
-
-  if (Touches(request, response)) sep_dirty_ = true;
-  PushPoints(request, response);
-  // Slide the window: drop samples that are too old or over the cap.
-  while (requests_.size() > config_.max_samples ||
-         response.x - responses_.front().x > config_.window_ns) {
-    PopOldest();
-  }
-  if (!sep_dirty_) return AddResult::kAccepted;
-  Recompute();
-  if (sep_.bounded && !sep_.feasible) {
-    ++stats_.inconsistencies;
-    stats_.last_inconsistency_local_ns = s.t4_ns;
-    Recover();
-    return AddResult::kAcceptedAfterInconsistency;
-  }
-  return AddResult::kAccepted;
-}
-
-void TwoHullEstimator::Recover() {
-  const size_t n = requests_.size();
-  std::vector<Point> req(n), resp(n);
-  for (size_t i = 0; i < n; ++i) {
-    req[i] = requests_.at(i);
-    resp[i] = responses_.at(i);
-  }
-  // Is the run of the newest k samples consistent (or still unbounded)?
-  std::vector<Point> sub_req, sub_resp;
-  auto consistent = [&](size_t k) {
-    sub_req.assign(req.end() - k, req.end());
-    sub_resp.assign(resp.end() - k, resp.end());
-    const std::vector<uint32_t> lower = BuildChain(sub_req, HullSide::kLower);
-    const std::vector<uint32_t> upper = BuildChain(sub_resp, HullSide::kUpper);
-    HullChains chains;
-    const uint64_t all = std::numeric_limits<uint32_t>::max();
-    chains.lower[0] = ChainView(sub_req.data(), all, lower.data(),
-                                static_cast<int>(lower.size()), false);
-    chains.upper[0] = ChainView(sub_resp.data(), all, upper.data(),
-                                static_cast<int>(upper.size()), false);
-    const Separation sep = Separate(chains);
-    return !sep.bounded || sep.feasible;
-  };
-  // Consistency only gets harder as samples are added (more constraints):
-  // gallop from the newest sample, then bisect.
-  size_t good = 1, bad = n;  // consistent(good), !consistent(bad).
-  for (size_t k = 2; k < n; k *= 2) {
-    if (!consistent(k)) {
-      bad = k;
-      break;
-    }
-    good = k;
-  }
-  while (bad - good > 1) {
-    const size_t mid = good + (bad - good) / 2;
-    (consistent(mid) ? good : bad) = mid;
-  }
-  requests_.Clear();
-  responses_.Clear();
-  for (size_t i = n - good; i < n; ++i) PushPoints(req[i], resp[i]);
-  Recompute();
-}
-
-void TwoHullEstimator::Reset() {
-  requests_.Clear();
-  responses_.Clear();
-  have_anchor_ = false;
-  have_last_ = false;
-  sep_ = Separation();
-  sep_dirty_ = true;
-}
-
-int64_t TwoHullEstimator::window_span_ns() const {
-  if (responses_.empty()) return 0;
-  return responses_.back().x - responses_.front().x;
-}
-
-size_t TwoHullEstimator::memory_bytes() const {
-  return sizeof(*this) - sizeof(requests_) - sizeof(responses_) +
-         requests_.memory_bytes() + responses_.memory_bytes();
-}
-
-double TwoHullEstimator::AllowanceNs(int64_t x_rel) const {
-  if (config_.wander_ppb_per_sqrt_s == 0) return 0;
-  const int64_t newest = std::max(requests_.back().x, responses_.back().x);
-  const int64_t oldest = std::min(requests_.front().x, responses_.front().x);
-  const int64_t outside =
-      std::max<int64_t>({0, x_rel - newest, oldest - x_rel});
-  const double seconds =
-      static_cast<double>(newest - oldest + outside) * 1e-9;
-  return config_.wander_ppb_per_sqrt_s * seconds * std::sqrt(seconds);
-}
-
-TimeEstimate TwoHullEstimator::Estimate(int64_t local_ns) const {
-  TimeEstimate e;
-  if (requests_.empty() || sep_dirty_ || !sep_.bounded || !sep_.feasible) {
-    return e;
-  }
-  const bool recovering =
-      stats_.inconsistencies > 0 &&
-      last_t4_ - stats_.last_inconsistency_local_ns < config_.recovery_hold_ns;
-  e.state = recovering ? SyncState::kRecovering : SyncState::kSynced;
-
-  const int64_t x = local_ns - anchor_x_;
-  double low, high;
-  if (x >= requests_.back().x && x >= responses_.back().x) {
-    // At or after the newest sample: the extreme lines bound it.
-    low = sep_.min_line.At(x);
-    high = sep_.max_line.At(x);
-  } else {
-    const OffsetRange range = FeasibleRangeAt(Chains(), sep_, x);
-    low = range.low;
-    high = range.high;
-  }
-  const double estimate = std::clamp(sep_.mid.At(x), low, high);
-  const double allowance = AllowanceNs(x);
-  // global = local + anchor_y + θ_rel; the bound rounds outwards.
-  const int64_t base = local_ns + anchor_y_;
-  e.global_ns = base + std::llround(estimate);
-  e.earliest_ns = base + static_cast<int64_t>(std::floor(low - allowance));
-  e.latest_ns = base + static_cast<int64_t>(std::ceil(high + allowance));
-  e.offset_ns = e.global_ns - local_ns;
-  e.drift_ppb = sep_.mid.slope * 1e9;
-  return e;
+  return std::make_unique<AdaptiveWindowEstimator>(config);
 }
 
 }  // namespace clocksync::hull

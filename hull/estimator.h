@@ -1,67 +1,41 @@
-// TwoHullEstimator: the online estimate of a parent's global time from probe
-// samples, with a hard error bound, over a sliding window.
+// hull/estimator.h: the online estimator interface (Estimator), its
+// configuration, results and counters, and the one factory (MakeEstimator),
+// as linuxptp's servo.h: the daemon holds an Estimator and knows no
+// implementation. Implementations, one per file:
+//   TwoHullEstimator          the two-hull estimate and hard bound over a
+//                             sliding window (two_hull_estimator.h);
+//   AdaptiveWindowEstimator   several two-hull windows side by side,
+//                             answering from the one that predicts best
+//                             (adaptive_estimator.h).
 //
 // Sign convention (used everywhere in clocksync):
 //   x      local time (this node's clock), ns
 //   θ(x)   offset = global − local at local time x, ns; global = x + θ(x)
 //   drift  dθ/dx in parts per billion: POSITIVE when the local clock runs
 //          SLOW (global time advances faster than local time).
-//
-// A probe sample (t1, t2, t3, t4): t1 local send, t2 parent receive (global),
-// t3 parent send (global), t4 local receive. With non-negative delays
-//   request  point (t1, t2 − t1) lies on or above θ: lower hull;
-//   response point (t4, t3 − t4) lies on or below θ: upper hull.
-// Every line between the hulls is consistent with the window. The estimate is
-// the max-margin line; the bound at x is the range of all consistent lines at
-// x, widened by a wander allowance (see EstimatorConfig) so that it stays
-// valid while the frequency wanders and while no samples arrive (holdover).
-//
-// Window: samples whose t4 is older than the newest t4 minus `window_ns`
-// leave. Insertion and removal are amortized O(1) (sliding_hull.h); the lines
-// are recomputed (O(log^2 h)) only when a sample that enters or leaves
-// touches one of them, which for random delays is rare.
-//
-// Inconsistency: when the hulls cross (the clock stepped, or bent more than
-// the delays allow) the estimator notices at the sample that causes it,
-// keeps the longest run of newest samples that is still consistent (so a
-// bending clock shortens the window; a step restarts it after the step),
-// reports it, and stays `kRecovering` for `recovery_hold_ns`.
-//
-// Numerics: points are stored relative to an anchor (the first sample of a
-// window) as exact 64-bit integers; hull and slope tests are exact (128-bit);
-// only line values are doubles, evaluated as offsets from a nearby vertex.
-// Unix-epoch timestamps (~1.8e18 ns) and offsets of hours lose nothing.
+// Samples are probe exchanges (t1, t2, t3, t4), hull/probe_sample.h.
 //
 // Thread safety: none; one owner (the daemon's sync loop).
+//
+// Example:
+//   std::unique_ptr<Estimator> estimator = MakeEstimator(AdaptiveConfig{});
+//   if (IsAccepted(estimator->Add(sample))) ...
+//   TimeEstimate now = estimator->Estimate(local_ns);
+//   if (now.state != SyncState::kUnsynced) {
+//     Publish(now.global_ns, now.latest_ns - now.earliest_ns);
+//   }
 
 #ifndef CLOCKSYNC_HULL_ESTIMATOR_H_
 #define CLOCKSYNC_HULL_ESTIMATOR_H_
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
-#include "hull/separation.h"
-#include "hull/sliding_hull.h"
+#include "hull/probe_sample.h"
 
 namespace clocksync::hull {
-
-// One probe exchange; t1 and t4 local, t2 and t3 on the parent's global
-// timescale; all in integer ns.
-//
-// A parent that is not the master knows global time only within its own
-// bound: its t2 and t3 are within ± parent_bound_ns of the true global
-// time. The estimator widens the sample by that much (request point up,
-// response point down), so that its lines and bound are against the true
-// global time however the parent's time wiggles (bounds add up down the
-// tree, and a parent's corrections never make the hulls cross).
-struct ProbeSample {
-  int64_t t1_ns;
-  int64_t t2_ns;
-  int64_t t3_ns;
-  int64_t t4_ns;
-  int64_t parent_bound_ns = 0;
-};
 
 struct EstimatorConfig {
   // Samples older than this (by t4, against the newest t4) leave the window.
@@ -140,59 +114,48 @@ struct EstimatorStats {
   }
 };
 
-class TwoHullEstimator {
- public:
-  // `config` must be valid (see ValidateConfig).
-  explicit TwoHullEstimator(const EstimatorConfig& config = {});
+struct AdaptiveConfig {
+  // The longest window and everything else: see EstimatorConfig.
+  EstimatorConfig base;
+  // Windows base.window_ns / 2^k for k in [0, levels); 1 = fixed window.
+  int levels = 4;
+  // Memory of the prediction scores.
+  int64_t score_time_constant_ns = 120'000'000'000;
+};
 
-  TwoHullEstimator(const TwoHullEstimator&) = delete;
-  TwoHullEstimator& operator=(const TwoHullEstimator&) = delete;
+// Returns an empty string when valid, else "key: reason".
+std::string ValidateAdaptiveConfig(const AdaptiveConfig& config);
+
+// Returns an empty string when valid, else "key: reason".
+std::string ValidateAdaptiveConfig(const AdaptiveConfig& config);
+
+// The online estimate of a parent's global time from probe samples.
+class Estimator {
+ public:
+  virtual ~Estimator() = default;
 
   // Feeds one sample; implausible samples are counted and dropped.
-  AddResult Add(const ProbeSample& sample);
+  virtual AddResult Add(const ProbeSample& sample) = 0;
 
   // Global time at local instant `local_ns`, from the samples seen so far.
-  TimeEstimate Estimate(int64_t local_ns) const;
+  virtual TimeEstimate Estimate(int64_t local_ns) const = 0;
 
-  // Forgets every sample (state back to kUnsynced); keeps the stats.
-  void Reset();
+  // Sample counters (for several windows: those of the longest; the
+  // sample counters are the same for all).
+  virtual const EstimatorStats& stats() const = 0;
 
-  const EstimatorStats& stats() const { return stats_; }
-  const EstimatorConfig& config() const { return config_; }
-  size_t window_samples() const { return requests_.size(); }
-  // Span of the window, newest t4 − oldest t4, ns.
-  int64_t window_span_ns() const;
-  size_t lower_hull_vertices() const { return requests_.chain_vertices(); }
-  size_t upper_hull_vertices() const { return responses_.chain_vertices(); }
-  // Bytes held by the window and hulls.
-  size_t memory_bytes() const;
-
- private:
-  HullChains Chains() const;
-  void Recompute();
-  // True when adding / removing these points could move a cached line.
-  bool Touches(const Point& request, const Point& response) const;
-  // Cuts the window to its longest consistent run of newest samples.
-  void Recover();
-  void PushPoints(const Point& request, const Point& response);
-  void PopOldest();
-  double AllowanceNs(int64_t x_rel) const;
-
-  EstimatorConfig config_;
-  EstimatorStats stats_;
-  // Anchor of the relative coordinates: x_rel = local − anchor_x_,
-  // y_rel = offset − anchor_y_.
-  int64_t anchor_x_ = 0;
-  int64_t anchor_y_ = 0;
-  bool have_anchor_ = false;
-  int64_t last_t1_ = 0;
-  int64_t last_t4_ = 0;
-  bool have_last_ = false;
-  SlidingHull requests_{HullSide::kLower};
-  SlidingHull responses_{HullSide::kUpper};
-  Separation sep_;
-  bool sep_dirty_ = true;
+  // The window that answers Estimate() now: its samples, its span (newest
+  // t4 − oldest t4, ns) and the vertices of its two hulls.
+  virtual size_t window_samples() const = 0;
+  virtual int64_t window_span_ns() const = 0;
+  virtual size_t lower_hull_vertices() const = 0;
+  virtual size_t upper_hull_vertices() const = 0;
 };
+
+// The estimator for `config` (valid, see ValidateAdaptiveConfig): an
+// AdaptiveWindowEstimator, or for levels = 1 a TwoHullEstimator over
+// config.base, which answers the same (one window) at less cost.
+std::unique_ptr<Estimator> MakeEstimator(const AdaptiveConfig& config);
 
 }  // namespace clocksync::hull
 

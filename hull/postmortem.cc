@@ -97,20 +97,18 @@ int64_t SlowCount(int64_t n, double slow_fraction) {
 }
 
 // Appends the usable exchanges of `session` (r >= s) to `out`, counting the
-// invalid ones in `report`.
+// invalid ones in `report`. s = t1, r = t4, m = (t2 + t3) / 2.
 void CollectValid(const SyncSession& session, size_t session_index,
                   CorrectionReport* report,
                   std::vector<std::pair<int128, Kept>>* out) {
-  for (const SyncExchange& e : session.exchanges) {
-    const int128 rtt =
-        static_cast<int128>(e.local_receive_ns) - e.local_send_ns;
+  for (const ProbeSample& e : session.exchanges) {
+    const int128 rtt = static_cast<int128>(e.t4_ns) - e.t1_ns;
     if (rtt < 0) {
       ++report->invalid_exchanges;
       continue;
     }
-    out->push_back(
-        {rtt, Kept{static_cast<int128>(e.local_send_ns) + e.local_receive_ns,
-                   e.master_ns, session_index}});
+    out->push_back({rtt, Kept{static_cast<int128>(e.t1_ns) + e.t4_ns,
+                              MasterMidpointNs(e), session_index}});
   }
 }
 
@@ -400,7 +398,7 @@ std::unique_ptr<PostmortemCorrection> MakeLinear(
 }
 
 std::unique_ptr<PostmortemCorrection> MakeFromKnots(
-    CorrectionMethod method, absl::Span<const SyncSession> sessions,
+    CorrectionKind kind, absl::Span<const SyncSession> sessions,
     const PostmortemOptions& options, CorrectionReport report) {
   std::vector<PointSums> sums = CondenseToSums(sessions, options, &report);
   if (sums.empty()) return nullptr;
@@ -411,7 +409,7 @@ std::unique_ptr<PostmortemCorrection> MakeFromKnots(
     return Build(std::move(line), std::move(knots), std::move(report));
   }
   std::vector<Piece> pieces;
-  if (method == CorrectionMethod::kSpline) {
+  if (kind == CorrectionKind::kSpline) {
     pieces = HermitePieces(knots, SplineTangents(knots));
   } else {
     const std::vector<double> secant = Secants(knots);
@@ -460,38 +458,6 @@ inline int64_t Evaluate(const Piece& p, int64_t x) {
 
 }  // namespace
 
-void Correction::ToGlobalSorted(absl::Span<const int64_t> local_ns,
-                                absl::Span<int64_t> global_ns) const {
-  ABSL_RAW_CHECK(local_ns.size() == global_ns.size(),
-                 "ToGlobalSorted: input and output sizes differ");
-  for (size_t i = 0; i < local_ns.size(); ++i) {
-    global_ns[i] = ToGlobalNs(local_ns[i]);
-  }
-}
-
-absl::string_view CorrectionMethodName(CorrectionMethod method) {
-  switch (method) {
-    case CorrectionMethod::kLinear:
-      return "linear";
-    case CorrectionMethod::kSpline:
-      return "spline";
-    case CorrectionMethod::kPiecewiseLinear:
-      return "piecewise";
-  }
-  return "unknown";
-}
-
-absl::StatusOr<CorrectionMethod> ParseCorrectionMethod(absl::string_view name) {
-  for (CorrectionMethod method :
-       {CorrectionMethod::kLinear, CorrectionMethod::kSpline,
-        CorrectionMethod::kPiecewiseLinear}) {
-    if (name == CorrectionMethodName(method)) return method;
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown correction method '", name,
-                   "' (expected linear, spline or piecewise)"));
-}
-
 double DifferenceNs(const SplitNs& a, const SplitNs& b) {
   return static_cast<double>(static_cast<int128>(a.whole_ns) - b.whole_ns) +
          (a.frac_ns - b.frac_ns);
@@ -507,7 +473,7 @@ std::string CorrectionReport::ToString() const {
   std::string out = absl::StrFormat(
       "%s: %d sessions, %d exchanges (%d invalid, %d slow dropped, %d used), "
       "%d knots",
-      CorrectionMethodName(method), sessions, exchanges, invalid_exchanges,
+      CorrectionKindName(method), sessions, exchanges, invalid_exchanges,
       slow_exchanges_dropped, exchanges_used, knots);
   if (!empty_sessions.empty()) {
     absl::StrAppend(&out, "; ", empty_sessions.size(),
@@ -596,33 +562,31 @@ void PostmortemCorrection::ToGlobalSorted(absl::Span<const int64_t> local_ns,
   }
 }
 
-absl::StatusOr<std::unique_ptr<PostmortemCorrection>> MakeCorrection(
-    CorrectionMethod method, absl::Span<const SyncSession> sessions,
+absl::StatusOr<std::unique_ptr<PostmortemCorrection>> FitPostmortemCorrection(
+    CorrectionKind kind, absl::Span<const SyncSession> sessions,
     const PostmortemOptions& options) {
+  if (!IsPostmortem(kind)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", CorrectionKindName(kind),
+                     "' is not a post-mortem correction (expected linear, "
+                     "spline or piecewise)"));
+  }
   if (!(options.slow_fraction >= 0 && options.slow_fraction < 1)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "slow_fraction must be in [0, 1), got ", options.slow_fraction));
   }
   CorrectionReport report;
-  report.method = method;
+  report.method = kind;
   std::unique_ptr<PostmortemCorrection> correction =
-      method == CorrectionMethod::kLinear
+      kind == CorrectionKind::kLinear
           ? MakeLinear(sessions, options, std::move(report))
-          : MakeFromKnots(method, sessions, options, std::move(report));
+          : MakeFromKnots(kind, sessions, options, std::move(report));
   if (correction == nullptr) {
     return absl::FailedPreconditionError(absl::StrCat(
-        CorrectionMethodName(method), " correction: none of the ",
-        sessions.size(), " sync sessions has a usable exchange (r >= s)"));
+        CorrectionKindName(kind), " correction: none of the ", sessions.size(),
+        " sync sessions has a usable exchange (r >= s)"));
   }
   return correction;
-}
-
-absl::StatusOr<std::unique_ptr<PostmortemCorrection>> MakeCorrection(
-    absl::string_view method_name, absl::Span<const SyncSession> sessions,
-    const PostmortemOptions& options) {
-  absl::StatusOr<CorrectionMethod> method = ParseCorrectionMethod(method_name);
-  if (!method.ok()) return method.status();
-  return MakeCorrection(*method, sessions, options);
 }
 
 }  // namespace clocksync::hull

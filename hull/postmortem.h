@@ -13,12 +13,16 @@
 //              readers do with ClockOffset records).
 //
 // All three are PostmortemCorrection objects behind the small Correction
-// interface, so that they can be compared on the same trace with the online
-// estimate. Pure math: no clock is read and no file is touched.
+// interface (hull/correction.h), so that they can be compared on the same
+// trace with the online estimate; MakeCorrection there builds them through
+// FitPostmortemCorrection below. Each exchange (hull/probe_sample.h) counts
+// as the local midpoint (s + r) / 2 with s = t1, r = t4 and the master's
+// mean stamp m = (t2 + t3) / 2 (MasterMidpointNs). Pure math: no clock is
+// read and no file is touched.
 //
-// Example:
+// Example (when the report or the knots are wanted; else MakeCorrection):
 //   absl::StatusOr<std::unique_ptr<PostmortemCorrection>> spline =
-//       MakeCorrection(CorrectionMethod::kSpline, sessions);
+//       FitPostmortemCorrection(CorrectionKind::kSpline, sessions);
 //   if (!spline.ok()) return spline.status();
 //   int64_t global_ns = (*spline)->ToGlobalNs(local_ns);
 //   std::cerr << (*spline)->report().ToString();
@@ -34,56 +38,9 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "hull/correction.h"
 
 namespace clocksync::hull {
-
-// A mapping from local clock readings to global time.
-// Implementations are immutable after construction and safe to share
-// between threads.
-class Correction {
- public:
-  virtual ~Correction() = default;
-
-  // Global time for a local clock reading, rounded to the nearest ns.
-  // Non-decreasing in `local_ns`: a correction never reorders events.
-  virtual int64_t ToGlobalNs(int64_t local_ns) const = 0;
-
-  // Converts a batch: global_ns[i] = ToGlobalNs(local_ns[i]), bit for bit.
-  // Fast when `local_ns` is sorted ascending (any order is accepted).
-  // Requires global_ns.size() == local_ns.size().
-  virtual void ToGlobalSorted(absl::Span<const int64_t> local_ns,
-                              absl::Span<int64_t> global_ns) const;
-
-  // The smallest d(global)/d(local) over all local times. Positive for every
-  // correction built by MakeCorrection (at least kMinRate / 8).
-  virtual double MinRate() const = 0;
-};
-
-// One ping-pong exchange with the master, as the tracing client records it.
-struct SyncExchange {
-  int64_t local_send_ns = 0;     // s: local clock when the request left
-  int64_t master_ns = 0;         // m: master (global) clock when it answered
-  int64_t local_receive_ns = 0;  // r: local clock when the answer came back
-};
-
-// One sync session: a burst of exchanges taken close together.
-struct SyncSession {
-  int64_t id = 0;  // numbers the sessions in time order (as in the trace)
-  std::vector<SyncExchange> exchanges;
-};
-
-enum class CorrectionMethod { kLinear, kSpline, kPiecewiseLinear };
-
-// "linear", "spline" or "piecewise".
-absl::string_view CorrectionMethodName(CorrectionMethod method);
-absl::StatusOr<CorrectionMethod> ParseCorrectionMethod(absl::string_view name);
-
-struct PostmortemOptions {
-  // Fraction of exchanges with the largest round trip r - s that is dropped
-  // before fitting (per session for spline and piecewise, over all exchanges
-  // for linear). floor(n * slow_fraction) of n exchanges are dropped.
-  double slow_fraction = 0.1;
-};
 
 // The slowest rate d(global)/d(local) that two condensed points may imply
 // and still be used. Real clocks differ in rate by parts per million; a
@@ -116,11 +73,11 @@ struct CondensedPoint {
 
 // What went into a correction, and every degenerate case met on the way.
 struct CorrectionReport {
-  CorrectionMethod method = CorrectionMethod::kLinear;
+  CorrectionKind method = CorrectionKind::kLinear;  // a post-mortem kind
   int64_t sessions = 0;                 // sessions given
   std::vector<int64_t> empty_sessions;  // ids: no usable exchange, skipped
   int64_t exchanges = 0;                // exchanges given
-  int64_t invalid_exchanges = 0;        // r < s: negative round trip, unusable
+  int64_t invalid_exchanges = 0;  // t4 < t1: negative round trip, unusable
   int64_t slow_exchanges_dropped = 0;   // the slowest fraction, dropped
   int64_t exchanges_used = 0;           // exchanges that went into the fit
   int64_t knots = 0;                    // points the mapping passes through
@@ -207,8 +164,8 @@ class PostmortemCorrection final : public Correction {
   CorrectionReport report_;
 };
 
-// Builds the correction of `method` from a process's sync sessions (in time
-// order):
+// Fits the post-mortem correction of `kind` to a process's sync sessions
+// (in time order); what MakeCorrection calls for these kinds:
 //   kLinear: every exchange is the point ((s + r) / 2, m); the slowest
 //     `slow_fraction` of all exchanges is dropped; least squares fit
 //     global = a·local + b over the rest.
@@ -216,17 +173,14 @@ class PostmortemCorrection final : public Correction {
 //     cubic Hermite spline (Fritsch–Carlson, with Brodlie's weighted
 //     harmonic-mean tangents) passes through the condensed points; beyond
 //     the first and last point it continues as a line with the end slope.
-//   kPiecewiseLinear: straight lines between the condensed points, the
+//   kPiecewise: straight lines between the condensed points, the
 //     end segments' slopes beyond.
 // Degenerate input gets a defined mapping and a report saying so (see
-// CorrectionReport). Fails only when no session has a usable exchange.
-absl::StatusOr<std::unique_ptr<PostmortemCorrection>> MakeCorrection(
-    CorrectionMethod method, absl::Span<const SyncSession> sessions,
-    const PostmortemOptions& options = {});
-
-// The same, with the method given by name ("linear", "spline", "piecewise").
-absl::StatusOr<std::unique_ptr<PostmortemCorrection>> MakeCorrection(
-    absl::string_view method_name, absl::Span<const SyncSession> sessions,
+// CorrectionReport). Fails (FailedPrecondition) only when no session has a
+// usable exchange, (InvalidArgument) on a kind that is not post-mortem or
+// options.slow_fraction outside [0, 1).
+absl::StatusOr<std::unique_ptr<PostmortemCorrection>> FitPostmortemCorrection(
+    CorrectionKind kind, absl::Span<const SyncSession> sessions,
     const PostmortemOptions& options = {});
 
 }  // namespace clocksync::hull

@@ -31,6 +31,12 @@
 namespace clocksync::hull {
 namespace {
 
+// An exchange whose master gave one stamp m (t2 = t3 = m): local send s,
+// local receive r.
+constexpr ProbeSample Exchange(int64_t s, int64_t m, int64_t r) {
+  return ProbeSample::OneMasterStamp(s, m, r);
+}
+
 constexpr int64_t kEpochNs = 1'700'000'000'000'000'000;
 constexpr int64_t kHourNs = 3'600'000'000'000;
 constexpr size_t kTimestamps = 10'000'000;
@@ -57,7 +63,7 @@ std::vector<SyncSession> SimulatedSessions() {
       const auto forward = 20'000 + static_cast<int64_t>(extra_ns(rng));
       const auto back = 20'000 + static_cast<int64_t>(extra_ns(rng));
       session.exchanges.push_back(
-          {s, TrueGlobalNs(s + forward), s + forward + back});
+          Exchange(s, TrueGlobalNs(s + forward), s + forward + back));
     }
     sessions.push_back(session);
   }
@@ -139,18 +145,18 @@ class FigureReporter : public benchmark::ConsoleReporter {
 int main(int argc, char** argv) {
   using namespace clocksync::hull;
   const std::vector<SyncSession> sessions = SimulatedSessions();
-  const CorrectionMethod methods[] = {CorrectionMethod::kLinear,
-                                      CorrectionMethod::kSpline,
-                                      CorrectionMethod::kPiecewiseLinear};
+  const CorrectionKind methods[] = {CorrectionKind::kLinear,
+                                    CorrectionKind::kSpline,
+                                    CorrectionKind::kPiecewise};
   std::vector<std::unique_ptr<PostmortemCorrection>> corrections;
-  for (CorrectionMethod method : methods) {
+  for (CorrectionKind method : methods) {
     absl::StatusOr<std::unique_ptr<PostmortemCorrection>> c =
-        MakeCorrection(method, sessions);
+        FitPostmortemCorrection(method, sessions);
     if (!c.ok()) {
       std::fprintf(stderr, "%s\n", std::string(c.status().message()).c_str());
       return 1;
     }
-    const std::string name(CorrectionMethodName(method));
+    const std::string name(CorrectionKindName(method));
     benchmark::RegisterBenchmark(("sorted/" + name).c_str(), BM_Sorted,
                                  c->get())
         ->Unit(benchmark::kMillisecond)
@@ -171,15 +177,15 @@ int main(int argc, char** argv) {
       "\nCPU ns per timestamp (best of 3), %zu sorted timestamps over one "
       "hour, 61 sessions:\n",
       kTimestamps);
-  for (CorrectionMethod method : methods) {
-    const std::string name(CorrectionMethodName(method));
+  for (CorrectionKind method : methods) {
+    const std::string name(CorrectionKindName(method));
     std::printf("  %-9s sorted path %.2f ns, per-call ToGlobalNs %.2f ns\n",
                 name.c_str(), reporter.Get("sorted/" + name),
                 reporter.Get("per_call/" + name));
   }
   // The figures: the sorted path (ToGlobalSorted).
-  for (CorrectionMethod method : methods) {
-    const std::string name(CorrectionMethodName(method));
+  for (CorrectionKind method : methods) {
+    const std::string name(CorrectionKindName(method));
     const double ns = reporter.Get("sorted/" + name);
     if (ns >= 0) {
       std::printf("FIGURE postmortem_ns_per_timestamp_%s %.2f ns\n",

@@ -21,18 +21,24 @@
 namespace clocksync::hull {
 namespace {
 
+// An exchange whose master gave one stamp m (t2 = t3 = m): local send s,
+// local receive r.
+constexpr ProbeSample Exchange(int64_t s, int64_t m, int64_t r) {
+  return ProbeSample::OneMasterStamp(s, m, r);
+}
+
 using int128 = __int128;
 
 constexpr int64_t kLocalEpochNs = 1'700'000'000'000'000'000;  // ~2023 in ns
 constexpr int64_t kSecondNs = 1'000'000'000;
-constexpr CorrectionMethod kAllMethods[] = {CorrectionMethod::kLinear,
-                                            CorrectionMethod::kSpline,
-                                            CorrectionMethod::kPiecewiseLinear};
+constexpr CorrectionKind kAllMethods[] = {CorrectionKind::kLinear,
+                                          CorrectionKind::kSpline,
+                                          CorrectionKind::kPiecewise};
 
-std::unique_ptr<PostmortemCorrection> Make(CorrectionMethod method,
+std::unique_ptr<PostmortemCorrection> Make(CorrectionKind method,
                                            const std::vector<SyncSession>& s) {
   absl::StatusOr<std::unique_ptr<PostmortemCorrection>> c =
-      MakeCorrection(method, s);
+      FitPostmortemCorrection(method, s);
   EXPECT_TRUE(c.ok()) << c.status();
   return c.ok() ? std::move(*c) : nullptr;
 }
@@ -78,7 +84,7 @@ std::vector<SyncSession> LinearClockSessions(const LinearClock& clock,
       // midpoint is 2.5 ms before the master's stamp.
       const int64_t late = j % 10 == 3 ? 5'000'000 : 0;
       session.exchanges.push_back(
-          {s, clock.GlobalNs(mid + late), mid + late + delay});
+          Exchange(s, clock.GlobalNs(mid + late), mid + late + delay));
     }
     sessions.push_back(session);
   }
@@ -97,8 +103,8 @@ TEST(PostmortemTest, RecoversLinearClockExactlyWithEveryMethod) {
     clock.ppb = ppb;
     const std::vector<SyncSession> sessions =
         LinearClockSessions(clock, 7, 600 * kSecondNs, rng);
-    for (CorrectionMethod method : kAllMethods) {
-      SCOPED_TRACE(CorrectionMethodName(method));
+    for (CorrectionKind method : kAllMethods) {
+      SCOPED_TRACE(CorrectionKindName(method));
       const auto c = Make(method, sessions);
       ASSERT_NE(c, nullptr);
       EXPECT_TRUE(c->report().clean()) << c->report().ToString();
@@ -151,9 +157,9 @@ std::vector<SyncSession> WanderingSessions(ModeledClock& clock, int64_t span_s,
       const int64_t send = t * kSecondNs + j * 1'000'000;
       const auto forward = 20'000 + static_cast<int64_t>(extra(rng));
       const auto back = 20'000 + static_cast<int64_t>(extra(rng));
-      session.exchanges.push_back({LocalAt(clock, send),
-                                   kLocalEpochNs + send + forward,
-                                   LocalAt(clock, send + forward + back)});
+      session.exchanges.push_back(
+          Exchange(LocalAt(clock, send), kLocalEpochNs + send + forward,
+                   LocalAt(clock, send + forward + back)));
     }
     sessions.push_back(session);
   }
@@ -205,7 +211,7 @@ TEST(PostmortemTest, SplinePassesThroughKnotsWithContinuousSlope) {
   std::mt19937_64 rng(kSeed);
   const std::vector<SyncSession> sessions =
       WanderingSessions(clock, 3600, 60, rng);
-  const auto spline = Make(CorrectionMethod::kSpline, sessions);
+  const auto spline = Make(CorrectionKind::kSpline, sessions);
   ASSERT_NE(spline, nullptr);
 
   // The knots are the condensed sessions.
@@ -276,7 +282,7 @@ std::vector<SyncSession> RandomIncreasingSessions(std::mt19937_64& rng) {
   int64_t y = x + 3'000'000'000;
   const int n = count(rng);
   for (int i = 0; i < n; ++i) {
-    sessions.push_back(SyncSession{i, {{x, y, x}}});
+    sessions.push_back(SyncSession{i, {Exchange(x, y, x)}});
     // Short and long gaps, near-1 and wild rates, to stress the tangents.
     const int64_t gap = kind(rng) < 3 ? gap_ns(rng) % 1000 + 1 : gap_ns(rng);
     const double r = kind(rng) < 2 ? wild(rng) : rate(rng);
@@ -295,11 +301,11 @@ TEST(PostmortemTest, MonotonicOnRandomIncreasingInputs) {
     SCOPED_TRACE(testing::Message() << "seed=" << seed);
     std::mt19937_64 rng(seed);
     const std::vector<SyncSession> sessions = RandomIncreasingSessions(rng);
-    for (CorrectionMethod method : kAllMethods) {
-      SCOPED_TRACE(CorrectionMethodName(method));
+    for (CorrectionKind method : kAllMethods) {
+      SCOPED_TRACE(CorrectionKindName(method));
       const auto c = Make(method, sessions);
       ASSERT_NE(c, nullptr);
-      if (method != CorrectionMethod::kLinear) {
+      if (method != CorrectionKind::kLinear) {
         EXPECT_TRUE(c->report().inconsistent_sessions.empty())
             << c->report().ToString();
       }
@@ -309,8 +315,8 @@ TEST(PostmortemTest, MonotonicOnRandomIncreasingInputs) {
       for (int64_t start : c->starts_ns()) {
         for (int64_t d = -300; d <= 300; ++d) xs.push_back(start + d);
       }
-      const int64_t lo = sessions.front().exchanges[0].local_send_ns;
-      const int64_t hi = sessions.back().exchanges[0].local_send_ns;
+      const int64_t lo = sessions.front().exchanges[0].t1_ns;
+      const int64_t hi = sessions.back().exchanges[0].t1_ns;
       std::uniform_int_distribution<int64_t> any(lo - (hi - lo) - 1000,
                                                  hi + (hi - lo) + 1000);
       for (int i = 0; i < 5000; ++i) xs.push_back(any(rng));
@@ -332,9 +338,9 @@ TEST(PostmortemTest, SortedConversionAcceptsAnyOrder) {
   std::mt19937_64 rng(99);
   std::cout << "AnyOrder: seed=99\n";
   const std::vector<SyncSession> sessions = RandomIncreasingSessions(rng);
-  const auto c = Make(CorrectionMethod::kSpline, sessions);
+  const auto c = Make(CorrectionKind::kSpline, sessions);
   ASSERT_NE(c, nullptr);
-  const int64_t lo = sessions.front().exchanges[0].local_send_ns;
+  const int64_t lo = sessions.front().exchanges[0].t1_ns;
   std::uniform_int_distribution<int64_t> any(lo - 1000 * kSecondNs,
                                              lo + 30'000 * kSecondNs);
   std::vector<int64_t> xs(10000);
@@ -355,7 +361,7 @@ TEST(PostmortemTest, ExtremeInputsSaturateAndStayOrdered) {
   const std::vector<int64_t> xs = {kMin,     kMin + 1,      -kLocalEpochNs,
                                    0,        kLocalEpochNs, kMax / 2,
                                    kMax - 1, kMax};
-  for (CorrectionMethod method : kAllMethods) {
+  for (CorrectionKind method : kAllMethods) {
     const auto c = Make(method, sessions);
     ASSERT_NE(c, nullptr);
     for (size_t i = 1; i < xs.size(); ++i) {
@@ -367,9 +373,12 @@ TEST(PostmortemTest, ExtremeInputsSaturateAndStayOrdered) {
 
 TEST(PostmortemTest, CondensesSessionToExactMeans) {
   // Midpoints 1.5, 10.5, 20 and a slow one (dropped: 10% of 10 is 1).
-  SyncSession session{4, {{0, 5, 3}, {10, 6, 11}, {19, 7, 21}}};
-  for (int i = 0; i < 6; ++i) session.exchanges.push_back({100, 8, 101});
-  session.exchanges.push_back({0, 1'000'000, 10'000});  // slowest: dropped
+  SyncSession session{
+      4, {Exchange(0, 5, 3), Exchange(10, 6, 11), Exchange(19, 7, 21)}};
+  for (int i = 0; i < 6; ++i)
+    session.exchanges.push_back(Exchange(100, 8, 101));
+  session.exchanges.push_back(
+      Exchange(0, 1'000'000, 10'000));  // slowest: dropped
   CorrectionReport report;
   const std::vector<CondensedPoint> points =
       CondenseSessions({session}, PostmortemOptions{}, &report);
@@ -389,8 +398,8 @@ TEST(PostmortemTest, DropsTheSlowestTenPercent) {
   auto session = [](int64_t id, int n, int64_t base_rtt) {
     SyncSession s{id, {}};
     for (int i = 0; i < n; ++i) {
-      s.exchanges.push_back({id * 1'000'000'000, id * 1'000'000'000 + 7,
-                             id * 1'000'000'000 + base_rtt + i});
+      s.exchanges.push_back(Exchange(id * 1'000'000'000, id * 1'000'000'000 + 7,
+                                     id * 1'000'000'000 + base_rtt + i));
     }
     return s;
   };
@@ -401,7 +410,7 @@ TEST(PostmortemTest, DropsTheSlowestTenPercent) {
   EXPECT_EQ(report.slow_exchanges_dropped, 3);
   // Over all exchanges for linear: floor(39 · 0.1) = 3, all from the slower
   // session 2.
-  const auto linear = Make(CorrectionMethod::kLinear,
+  const auto linear = Make(CorrectionKind::kLinear,
                            {session(1, 9, 100), session(2, 30, 10'000)});
   ASSERT_NE(linear, nullptr);
   EXPECT_EQ(linear->report().slow_exchanges_dropped, 3);
@@ -418,10 +427,10 @@ TEST(PostmortemTest, OneSessionGivesOffsetOnly) {
   for (int i = 0; i < 10; ++i) {
     // Midpoint kLocalEpochNs + 1000·i + 50, master 2 µs ahead.
     const int64_t s = kLocalEpochNs + 1000 * i;
-    session.exchanges.push_back({s, s + 50 + 2000, s + 100});
+    session.exchanges.push_back(Exchange(s, s + 50 + 2000, s + 100));
   }
-  for (CorrectionMethod method : kAllMethods) {
-    SCOPED_TRACE(CorrectionMethodName(method));
+  for (CorrectionKind method : kAllMethods) {
+    SCOPED_TRACE(CorrectionKindName(method));
     const auto c = Make(method, {session});
     ASSERT_NE(c, nullptr);
     EXPECT_TRUE(c->report().offset_only);
@@ -441,9 +450,10 @@ TEST(PostmortemTest, SessionsWithoutUsableExchangeAreSkipped) {
   std::vector<SyncSession> sessions =
       LinearClockSessions(clock, 4, 60 * kSecondNs, rng);
   sessions.insert(sessions.begin() + 1, SyncSession{100, {}});
-  sessions.push_back(SyncSession{101, {{50, 60, 40}, {70, 80, 69}}});  // r < s
-  for (CorrectionMethod method : kAllMethods) {
-    SCOPED_TRACE(CorrectionMethodName(method));
+  sessions.push_back(
+      SyncSession{101, {Exchange(50, 60, 40), Exchange(70, 80, 69)}});  // r < s
+  for (CorrectionKind method : kAllMethods) {
+    SCOPED_TRACE(CorrectionKindName(method));
     const auto c = Make(method, sessions);
     ASSERT_NE(c, nullptr);
     EXPECT_EQ(c->report().empty_sessions, (std::vector<int64_t>{100, 101}));
@@ -456,9 +466,10 @@ TEST(PostmortemTest, SessionsWithoutUsableExchangeAreSkipped) {
                 static_cast<double>(clock.GlobalNs(kLocalEpochNs)), 1.0);
   }
   // Nothing usable at all: an error, not a mapping.
-  for (CorrectionMethod method : kAllMethods) {
-    absl::StatusOr<std::unique_ptr<PostmortemCorrection>> c = MakeCorrection(
-        method, {SyncSession{1, {}}, SyncSession{2, {{5, 5, 4}}}});
+  for (CorrectionKind method : kAllMethods) {
+    absl::StatusOr<std::unique_ptr<PostmortemCorrection>> c =
+        FitPostmortemCorrection(
+            method, {SyncSession{1, {}}, SyncSession{2, {Exchange(5, 5, 4)}}});
     EXPECT_EQ(c.status().code(), absl::StatusCode::kFailedPrecondition);
     EXPECT_NE(c.status().message().find("none of the 2 sync sessions"),
               std::string::npos);
@@ -469,15 +480,21 @@ TEST(PostmortemTest, EqualLocalTimesAreMerged) {
   // Sessions 1 and 2 condense to the same local time: one knot, master times
   // averaged by exchange count.
   const std::vector<SyncSession> sessions = {
-      {0, {{kLocalEpochNs, kLocalEpochNs + 100, kLocalEpochNs}}},
-      {1, {{kLocalEpochNs + 1000, kLocalEpochNs + 1100, kLocalEpochNs + 1000}}},
+      {0, {Exchange(kLocalEpochNs, kLocalEpochNs + 100, kLocalEpochNs)}},
+      {1,
+       {Exchange(kLocalEpochNs + 1000, kLocalEpochNs + 1100,
+                 kLocalEpochNs + 1000)}},
       {2,
-       {{kLocalEpochNs + 1000, kLocalEpochNs + 1130, kLocalEpochNs + 1000},
-        {kLocalEpochNs + 999, kLocalEpochNs + 1130, kLocalEpochNs + 1001}}},
-      {3, {{kLocalEpochNs + 2000, kLocalEpochNs + 2100, kLocalEpochNs + 2000}}},
+       {Exchange(kLocalEpochNs + 1000, kLocalEpochNs + 1130,
+                 kLocalEpochNs + 1000),
+        Exchange(kLocalEpochNs + 999, kLocalEpochNs + 1130,
+                 kLocalEpochNs + 1001)}},
+      {3,
+       {Exchange(kLocalEpochNs + 2000, kLocalEpochNs + 2100,
+                 kLocalEpochNs + 2000)}},
   };
-  for (CorrectionMethod method :
-       {CorrectionMethod::kSpline, CorrectionMethod::kPiecewiseLinear}) {
+  for (CorrectionKind method :
+       {CorrectionKind::kSpline, CorrectionKind::kPiecewise}) {
     const auto c = Make(method, sessions);
     ASSERT_NE(c, nullptr);
     EXPECT_EQ(c->report().merged_points, 1);
@@ -489,10 +506,10 @@ TEST(PostmortemTest, EqualLocalTimesAreMerged) {
   }
   // All at one local time: offset only.
   const std::vector<SyncSession> same = {
-      {0, {{kLocalEpochNs, kLocalEpochNs + 100, kLocalEpochNs}}},
-      {1, {{kLocalEpochNs, kLocalEpochNs + 300, kLocalEpochNs}}},
+      {0, {Exchange(kLocalEpochNs, kLocalEpochNs + 100, kLocalEpochNs)}},
+      {1, {Exchange(kLocalEpochNs, kLocalEpochNs + 300, kLocalEpochNs)}},
   };
-  for (CorrectionMethod method : kAllMethods) {
+  for (CorrectionKind method : kAllMethods) {
     const auto c = Make(method, same);
     ASSERT_NE(c, nullptr);
     EXPECT_TRUE(c->report().offset_only);
@@ -503,7 +520,7 @@ TEST(PostmortemTest, EqualLocalTimesAreMerged) {
 TEST(PostmortemTest, NonMonotonicPointsAreDroppedAndReported) {
   auto point = [](int64_t id, int64_t local_s, int64_t global_offset_ns) {
     const int64_t x = kLocalEpochNs + local_s * kSecondNs;
-    return SyncSession{id, {{x, x + global_offset_ns, x}}};
+    return SyncSession{id, {Exchange(x, x + global_offset_ns, x)}};
   };
   // Session 3's master time jumps back below session 2's: dropped; the rest
   // is an exact line again.
@@ -511,9 +528,9 @@ TEST(PostmortemTest, NonMonotonicPointsAreDroppedAndReported) {
   for (int64_t i = 0; i < 8; ++i) {
     sessions.push_back(point(i, 60 * i, i == 3 ? -70 * kSecondNs : 500));
   }
-  for (CorrectionMethod method :
-       {CorrectionMethod::kSpline, CorrectionMethod::kPiecewiseLinear}) {
-    SCOPED_TRACE(CorrectionMethodName(method));
+  for (CorrectionKind method :
+       {CorrectionKind::kSpline, CorrectionKind::kPiecewise}) {
+    SCOPED_TRACE(CorrectionKindName(method));
     const auto c = Make(method, sessions);
     ASSERT_NE(c, nullptr);
     EXPECT_EQ(c->report().inconsistent_sessions, (std::vector<int64_t>{3}));
@@ -530,9 +547,9 @@ TEST(PostmortemTest, NonMonotonicPointsAreDroppedAndReported) {
   // must go (either leaves a consistent chain of the same length).
   sessions[3] = point(3, 180, 500);
   sessions[5] = point(5, 300, 500 - 42 * kSecondNs);
-  for (CorrectionMethod method :
-       {CorrectionMethod::kSpline, CorrectionMethod::kPiecewiseLinear}) {
-    SCOPED_TRACE(CorrectionMethodName(method));
+  for (CorrectionKind method :
+       {CorrectionKind::kSpline, CorrectionKind::kPiecewise}) {
+    SCOPED_TRACE(CorrectionKindName(method));
     const auto c = Make(method, sessions);
     ASSERT_NE(c, nullptr);
     ASSERT_EQ(c->report().inconsistent_sessions.size(), 1u);
@@ -550,7 +567,7 @@ TEST(PostmortemTest, NonMonotonicPointsAreDroppedAndReported) {
   // offset only.
   const std::vector<SyncSession> backwards = {point(0, 0, 0),
                                               point(1, 60, -120 * kSecondNs)};
-  const auto linear = Make(CorrectionMethod::kLinear, backwards);
+  const auto linear = Make(CorrectionKind::kLinear, backwards);
   ASSERT_NE(linear, nullptr);
   EXPECT_TRUE(linear->report().slope_rejected);
   EXPECT_TRUE(linear->report().offset_only);
@@ -563,10 +580,10 @@ TEST(PostmortemTest, NonMonotonicPointsAreDroppedAndReported) {
 TEST(PostmortemTest, OutOfOrderSessionsAreSortedByLocalTime) {
   auto point = [](int64_t id, int64_t local_s) {
     const int64_t x = kLocalEpochNs + local_s * kSecondNs;
-    return SyncSession{id, {{x, x + 700, x}}};
+    return SyncSession{id, {Exchange(x, x + 700, x)}};
   };
-  const auto c = Make(CorrectionMethod::kSpline, {point(0, 0), point(1, 120),
-                                                  point(2, 60), point(3, 180)});
+  const auto c = Make(CorrectionKind::kSpline, {point(0, 0), point(1, 120),
+                                                point(2, 60), point(3, 180)});
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(c->report().out_of_order_sessions, (std::vector<int64_t>{2}));
   ASSERT_EQ(c->knots().size(), 4u);
@@ -576,28 +593,34 @@ TEST(PostmortemTest, OutOfOrderSessionsAreSortedByLocalTime) {
 }
 
 TEST(PostmortemTest, MethodNamesAndOptions) {
-  for (CorrectionMethod method : kAllMethods) {
-    absl::StatusOr<CorrectionMethod> parsed =
-        ParseCorrectionMethod(CorrectionMethodName(method));
+  for (CorrectionKind method : kAllMethods) {
+    absl::StatusOr<CorrectionKind> parsed =
+        ParseCorrectionKind(CorrectionKindName(method));
     ASSERT_TRUE(parsed.ok());
     EXPECT_EQ(*parsed, method);
   }
-  absl::StatusOr<CorrectionMethod> bad = ParseCorrectionMethod("cubic");
+  absl::StatusOr<CorrectionKind> bad = ParseCorrectionKind("cubic");
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(bad.status().message().find("'cubic'"), std::string::npos);
 
-  const std::vector<SyncSession> one = {{0, {{10, 20, 30}}}};
-  EXPECT_EQ(MakeCorrection("cubic", one).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  const std::vector<SyncSession> one = {{0, {Exchange(10, 20, 30)}}};
+  for (CorrectionKind not_postmortem :
+       {CorrectionKind::kNone, CorrectionKind::kOnline}) {
+    EXPECT_EQ(FitPostmortemCorrection(not_postmortem, one).status().code(),
+              absl::StatusCode::kInvalidArgument);
+  }
+  absl::StatusOr<CorrectionKind> piecewise = ParseCorrectionKind("piecewise");
+  ASSERT_TRUE(piecewise.ok());
   absl::StatusOr<std::unique_ptr<PostmortemCorrection>> by_name =
-      MakeCorrection("piecewise", one);
+      FitPostmortemCorrection(*piecewise, one);
   ASSERT_TRUE(by_name.ok());
-  EXPECT_EQ((*by_name)->report().method, CorrectionMethod::kPiecewiseLinear);
+  EXPECT_EQ((*by_name)->report().method, CorrectionKind::kPiecewise);
   PostmortemOptions options;
   options.slow_fraction = 1.0;
-  EXPECT_EQ(
-      MakeCorrection(CorrectionMethod::kSpline, one, options).status().code(),
-      absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(FitPostmortemCorrection(CorrectionKind::kSpline, one, options)
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -17,6 +17,12 @@
 namespace clocksync::hull {
 namespace {
 
+// An exchange whose master gave one stamp m (t2 = t3 = m): local send s,
+// local receive r.
+constexpr ProbeSample Exchange(int64_t s, int64_t m, int64_t r) {
+  return ProbeSample::OneMasterStamp(s, m, r);
+}
+
 constexpr int64_t kLocalEpochNs = 1'700'000'000'000'000'000;
 constexpr int64_t kSecondNs = 1'000'000'000;
 
@@ -296,10 +302,11 @@ TEST(TraceStampTest, SplineCorrectedStampsKeepOrderAndTime) {
   for (int64_t i = 0; i < 11; ++i) {
     const int64_t x = kLocalEpochNs + i * 60 * kSecondNs;
     const int64_t offset = 5000 + (x - kLocalEpochNs) / 25'000;  // 40 ppm
-    sessions.push_back(SyncSession{i, {{x - 100, x + offset, x + 100}}});
+    sessions.push_back(
+        SyncSession{i, {Exchange(x - 100, x + offset, x + 100)}});
   }
   absl::StatusOr<std::unique_ptr<PostmortemCorrection>> spline =
-      MakeCorrection(CorrectionMethod::kSpline, sessions);
+      FitPostmortemCorrection(CorrectionKind::kSpline, sessions);
   ASSERT_TRUE(spline.ok()) << spline.status();
   const StampClock local{kLocalEpochNs, 1.0};
   const StampClock global{

@@ -10,8 +10,8 @@
 
 #include "gtest/gtest.h"
 #include "hull/adaptive_estimator.h"
-#include "hull/estimator.h"
 #include "hull/sim/scenarios.h"
+#include "hull/two_hull_estimator.h"
 
 namespace clocksync::hull {
 namespace {

@@ -113,7 +113,7 @@ void WriteChromeJson(absl::Span<const ProcessTrace> traces,
     flow_of_recv[{p.recv_process, p.recv_thread, p.recv_index}] = m + 1;
   }
   out << "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"correction\":"
-      << JsonString(CorrectionKindName(timeline.kind))
+      << JsonString(hull::CorrectionKindName(timeline.kind))
       << ",\"base_global_ns\":" << base_ns << "},\n\"traceEvents\":[\n";
   bool first = true;
   auto emit = [&](const std::string& event) {
@@ -216,10 +216,10 @@ absl::Status WriteMergedOtf2(absl::Span<const ProcessTrace> traces,
       OTF2_Archive_SetCreator(archive, "clocksync-trace export") !=
           OTF2_SUCCESS ||
       OTF2_Archive_SetDescription(
-          archive, absl::StrCat("clocksync traces merged with the ",
-                                CorrectionKindName(timeline.kind),
-                                " correction")
-                       .c_str()) != OTF2_SUCCESS ||
+          archive,
+          absl::StrCat("clocksync traces merged with the ",
+                       hull::CorrectionKindName(timeline.kind), " correction")
+              .c_str()) != OTF2_SUCCESS ||
       OTF2_Archive_OpenEvtFiles(archive) != OTF2_SUCCESS) {
     return fail("setting up");
   }

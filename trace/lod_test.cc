@@ -63,7 +63,7 @@ class LodTest : public ::testing::Test {
   void SetUp() override {
     traces_ = Traces();
     absl::StatusOr<Timeline> timeline =
-        BuildTimeline(traces_, CorrectionKind::kNone);
+        BuildTimeline(traces_, hull::CorrectionKind::kNone);
     ASSERT_TRUE(timeline.ok()) << timeline.status();
     timeline_ = *std::move(timeline);
   }

@@ -116,7 +116,7 @@ class ReaderRobustness : public ::testing::Test {
     const std::vector<ProcessTrace> traces = {*rank0_, damaged};
     absl::StatusOr<MessageMatch> messages = MatchMessages(traces);
     bool exported = false;
-    for (CorrectionKind kind : AllCorrectionKinds()) {
+    for (hull::CorrectionKind kind : hull::AllCorrectionKinds()) {
       absl::StatusOr<Timeline> timeline = BuildTimeline(traces, kind);
       if (!timeline.ok()) continue;
       if (messages.ok()) (void)Summarize(traces, *timeline, *messages, 0);

@@ -190,9 +190,10 @@ std::string SessionLine(const SyncSession& session) {
       absl::StrCat("session kind=", SyncSessionKindName(session.kind),
                    " exchanges=", session.exchanges.size(), " x=");
   for (size_t i = 0; i < session.exchanges.size(); ++i) {
-    const SyncExchange& e = session.exchanges[i];
-    absl::StrAppend(&line, i == 0 ? "" : ";", e.t1_local_ns, ",",
-                    e.t2_master_ns, ",", e.t3_master_ns, ",", e.t4_local_ns);
+    // t1..t4 only: parent_bound_ns is 0 (the master) and not stored.
+    const hull::ProbeSample& e = session.exchanges[i];
+    absl::StrAppend(&line, i == 0 ? "" : ";", e.t1_ns, ",", e.t2_ns, ",",
+                    e.t3_ns, ",", e.t4_ns);
   }
   line.push_back('\n');
   return line;
@@ -360,11 +361,11 @@ absl::StatusOr<Contents> Parse(absl::string_view text,
       if (!list->empty()) {
         for (absl::string_view item : absl::StrSplit(*list, ';')) {
           std::vector<absl::string_view> t = absl::StrSplit(item, ',');
-          SyncExchange e;
-          if (t.size() != 4 || !absl::SimpleAtoi(t[0], &e.t1_local_ns) ||
-              !absl::SimpleAtoi(t[1], &e.t2_master_ns) ||
-              !absl::SimpleAtoi(t[2], &e.t3_master_ns) ||
-              !absl::SimpleAtoi(t[3], &e.t4_local_ns)) {
+          hull::ProbeSample e;
+          if (t.size() != 4 || !absl::SimpleAtoi(t[0], &e.t1_ns) ||
+              !absl::SimpleAtoi(t[1], &e.t2_ns) ||
+              !absl::SimpleAtoi(t[2], &e.t3_ns) ||
+              !absl::SimpleAtoi(t[3], &e.t4_ns)) {
             return p.Error(absl::StrCat(
                 "exchange ", session.exchanges.size(), ": '", item,
                 "' is not four integers t1,t2,t3,t4"));

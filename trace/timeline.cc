@@ -17,47 +17,6 @@
 namespace clocksync::trace {
 namespace {
 
-// global = local.
-class IdentityCorrection final : public hull::Correction {
- public:
-  int64_t ToGlobalNs(int64_t local_ns) const override { return local_ns; }
-  double MinRate() const override { return 1.0; }
-};
-
-// The daemon's mapping as the tracer saw it (see timeline.h, "online").
-// Evaluation extends a model's random walk lazily, hence `mutable`: like
-// every Correction here it is used from one thread.
-class OnlineCorrection final : public hull::Correction {
- public:
-  OnlineCorrection(std::vector<MappingRecord> records,
-                   std::unique_ptr<ModelInverse> inverse)
-      : records_(std::move(records)), inverse_(std::move(inverse)) {
-    min_rate_ = 1.0;
-    for (const MappingRecord& r : records_) {
-      min_rate_ = std::min(min_rate_, 1.0 + r.rate_adj);
-    }
-    // A modeled local clock may run up to a few hundred ppm fast.
-    if (inverse_ != nullptr) min_rate_ *= 0.999;
-  }
-
-  int64_t ToGlobalNs(int64_t local_ns) const override {
-    const int64_t raw =
-        inverse_ != nullptr ? inverse_->RawAtLocal(local_ns) : local_ns;
-    // The latest record seen at or before `raw`; the first before it.
-    auto it = std::upper_bound(
-        records_.begin(), records_.end(), raw,
-        [](int64_t value, const MappingRecord& r) { return value < r.raw_ns; });
-    if (it != records_.begin()) --it;
-    return it->GlobalAtRaw(raw);
-  }
-  double MinRate() const override { return min_rate_; }
-
- private:
-  std::vector<MappingRecord> records_;  // raw_ns ascending, non-empty
-  mutable std::unique_ptr<ModelInverse> inverse_;
-  double min_rate_;
-};
-
 bool Synchronized(const MappingRecord& r) {
   // CLOCKSYNC_STATE_SYNCED (2), RECOVERING (3), HOLDOVER (4) carry a valid
   // estimate; UNSPECIFIED (0) and UNSYNCED (1) carry none.
@@ -79,37 +38,6 @@ std::string Rank(const ProcessTrace& trace) {
 }
 
 }  // namespace
-
-absl::string_view CorrectionKindName(CorrectionKind kind) {
-  switch (kind) {
-    case CorrectionKind::kNone:
-      return "none";
-    case CorrectionKind::kOnline:
-      return "online";
-    case CorrectionKind::kLinear:
-      return "linear";
-    case CorrectionKind::kSpline:
-      return "spline";
-    case CorrectionKind::kPiecewise:
-      return "piecewise";
-  }
-  return "unknown";
-}
-
-std::vector<CorrectionKind> AllCorrectionKinds() {
-  return {CorrectionKind::kNone, CorrectionKind::kOnline,
-          CorrectionKind::kLinear, CorrectionKind::kSpline,
-          CorrectionKind::kPiecewise};
-}
-
-absl::StatusOr<CorrectionKind> ParseCorrectionKind(absl::string_view name) {
-  for (CorrectionKind kind : AllCorrectionKinds()) {
-    if (CorrectionKindName(kind) == name) return kind;
-  }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown correction '", name,
-      "' (expected none, online, linear, spline or piecewise)"));
-}
 
 // --- ModelInverse ------------------------------------------------------------
 
@@ -212,82 +140,67 @@ std::vector<hull::SyncSession> ToHullSessions(
   std::vector<hull::SyncSession> out;
   out.reserve(sessions.size());
   for (size_t i = 0; i < sessions.size(); ++i) {
-    hull::SyncSession session;
-    session.id = static_cast<int64_t>(i);
-    for (const SyncExchange& e : sessions[i].exchanges) {
-      // The master's mean stamp, without overflow.
-      const int64_t m = static_cast<int64_t>(
-          (static_cast<__int128>(e.t2_master_ns) + e.t3_master_ns) / 2);
-      session.exchanges.push_back({e.t1_local_ns, m, e.t4_local_ns});
-    }
-    out.push_back(std::move(session));
+    out.push_back(
+        hull::SyncSession{static_cast<int64_t>(i), sessions[i].exchanges});
   }
   return out;
 }
 
 absl::StatusOr<std::unique_ptr<hull::Correction>> MakeProcessCorrection(
-    const ProcessTrace& trace, CorrectionKind kind, std::string* report,
+    const ProcessTrace& trace, hull::CorrectionKind kind, std::string* report,
     const hull::PostmortemOptions& options) {
   std::string ignored;
   if (report == nullptr) report = &ignored;
-  switch (kind) {
-    case CorrectionKind::kNone:
-      *report = "none: local time as is";
-      return std::unique_ptr<hull::Correction>(new IdentityCorrection);
-    case CorrectionKind::kOnline: {
-      std::vector<MappingRecord> records;
-      for (const MappingRecord& r : trace.mappings) {
-        if (Synchronized(r)) records.push_back(r);
-      }
-      if (records.empty()) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            Rank(trace), ": no mapping record with a synchronized state (",
-            trace.mappings.size(),
-            " records): the tracer saw no synchronized daemon"));
-      }
-      std::stable_sort(records.begin(), records.end(),
-                       [](const MappingRecord& a, const MappingRecord& b) {
-                         return a.raw_ns < b.raw_ns;
-                       });
-      std::unique_ptr<ModelInverse> inverse;
-      if (trace.truth.has_value() && !trace.truth->clock_model_spec.empty()) {
-        absl::StatusOr<std::unique_ptr<ModelInverse>> made =
-            ModelInverse::Create(*trace.truth);
-        if (!made.ok()) {
-          return absl::InvalidArgumentError(
-              absl::StrCat(Rank(trace), ": ", made.status().message()));
-        }
-        inverse = *std::move(made);
-      }
-      *report = absl::StrCat("online: ", records.size(), " of ",
-                             trace.mappings.size(),
-                             " mapping records synchronized",
-                             inverse != nullptr ? ", local = clock model" : "");
-      return std::unique_ptr<hull::Correction>(
-          new OnlineCorrection(std::move(records), std::move(inverse)));
+  hull::CorrectionInput input;
+  input.postmortem = options;
+  std::vector<hull::SyncSession> sessions;
+  std::vector<hull::MappingSegment> segments;
+  std::shared_ptr<ModelInverse> inverse;
+  if (kind == hull::CorrectionKind::kOnline) {
+    for (const MappingRecord& r : trace.mappings) {
+      if (Synchronized(r)) segments.push_back(r.Segment());
     }
-    case CorrectionKind::kLinear:
-    case CorrectionKind::kSpline:
-    case CorrectionKind::kPiecewise: {
-      const hull::CorrectionMethod method =
-          kind == CorrectionKind::kLinear   ? hull::CorrectionMethod::kLinear
-          : kind == CorrectionKind::kSpline ? hull::CorrectionMethod::kSpline
-                                            : hull::CorrectionMethod::kPiecewiseLinear;
-      const std::vector<hull::SyncSession> sessions =
-          ToHullSessions(trace.sessions);
-      absl::StatusOr<std::unique_ptr<hull::PostmortemCorrection>> made =
-          hull::MakeCorrection(method, sessions, options);
+    if (segments.empty()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          Rank(trace), ": no mapping record with a synchronized state (",
+          trace.mappings.size(),
+          " records): the tracer saw no synchronized daemon"));
+    }
+    input.segments = segments;
+    if (trace.truth.has_value() && !trace.truth->clock_model_spec.empty()) {
+      absl::StatusOr<std::unique_ptr<ModelInverse>> made =
+          ModelInverse::Create(*trace.truth);
       if (!made.ok()) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            Rank(trace), ": ", CorrectionKindName(kind), ": ",
-            made.status().message(), " (", trace.sessions.size(),
-            " sync sessions)"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(Rank(trace), ": ", made.status().message()));
       }
-      *report = (*made)->report().ToString();
-      return std::unique_ptr<hull::Correction>(std::move(*made));
+      inverse = *std::move(made);
+      // Evaluation extends the model's random walk lazily: like every
+      // timeline correction, the result is used from one thread.
+      input.raw_at_local = [inverse](int64_t local_ns) {
+        return inverse->RawAtLocal(local_ns);
+      };
     }
+  } else if (hull::IsPostmortem(kind)) {
+    sessions = ToHullSessions(trace.sessions);
+    input.sessions = sessions;
   }
-  return absl::InvalidArgumentError("unknown correction kind");
+  absl::StatusOr<std::unique_ptr<hull::Correction>> made =
+      hull::MakeCorrection(kind, input, report);
+  if (!made.ok()) {
+    // Only the post-mortem fits fail here (online was checked above).
+    return absl::FailedPreconditionError(
+        absl::StrCat(Rank(trace), ": ", hull::CorrectionKindName(kind), ": ",
+                     made.status().message(), " (", trace.sessions.size(),
+                     " sync sessions)"));
+  }
+  if (kind == hull::CorrectionKind::kOnline) {
+    *report =
+        absl::StrCat("online: ", segments.size(), " of ", trace.mappings.size(),
+                     " mapping records synchronized",
+                     inverse != nullptr ? ", local = clock model" : "");
+  }
+  return made;
 }
 
 // --- timelines -----------------------------------------------------------------
@@ -300,7 +213,7 @@ bool Timeline::complete() const {
 }
 
 absl::StatusOr<Timeline> BuildTimeline(absl::Span<const ProcessTrace> traces,
-                                       CorrectionKind kind,
+                                       hull::CorrectionKind kind,
                                        const hull::PostmortemOptions& options) {
   Timeline timeline;
   timeline.kind = kind;
@@ -342,7 +255,7 @@ absl::StatusOr<Timeline> BuildTimeline(absl::Span<const ProcessTrace> traces,
                       p.unavailable_reason);
     }
     return absl::FailedPreconditionError(
-        absl::StrCat("correction ", CorrectionKindName(kind),
+        absl::StrCat("correction ", hull::CorrectionKindName(kind),
                      " is available for no process: ", reasons));
   }
   if (earliest_ns == std::numeric_limits<int64_t>::max()) earliest_ns = 0;

@@ -1,8 +1,9 @@
 // trace/timeline.h: process traces on one global timescale, under a chosen
 // correction, and what the trace tool measures on them.
 //
-// Corrections (CorrectionKind), each a hull::Correction from a process's
-// local clock to global time:
+// Corrections (hull::CorrectionKind, hull/correction.h), each a
+// hull::Correction from a process's local clock to global time, built by
+// hull::MakeCorrection from what the process's trace recorded:
 //   none       local time as is (global = local);
 //   online     the daemon's published mapping as the tracer recorded it
 //              (MappingRecord): raw = local (or, with a clock model in the
@@ -20,7 +21,8 @@
 // the correction does, and merges all events in global stamp order.
 //
 // Example:
-//   absl::StatusOr<Timeline> online = BuildTimeline(traces, CorrectionKind::kOnline);
+//   absl::StatusOr<Timeline> online =
+//       BuildTimeline(traces, hull::CorrectionKind::kOnline);
 //   for (const TimedEvent& e : MergedEvents(*online)) ...
 //   absl::StatusOr<MessageMatch> messages = MatchMessages(traces);
 //   CorrectionSummary row = Summarize(traces, *online, *messages, 0);
@@ -41,20 +43,13 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "hull/clock_condition.h"
-#include "hull/sim/clock_model.h"
+#include "hull/correction.h"
 #include "hull/postmortem.h"
+#include "hull/sim/clock_model.h"
 #include "hull/trace_stamp.h"
 #include "trace/trace.h"
 
 namespace clocksync::trace {
-
-enum class CorrectionKind { kNone, kOnline, kLinear, kSpline, kPiecewise };
-
-// "none", "online", "linear", "spline", "piecewise".
-absl::string_view CorrectionKindName(CorrectionKind kind);
-absl::StatusOr<CorrectionKind> ParseCorrectionKind(absl::string_view name);
-// Every kind, in the order above.
-std::vector<CorrectionKind> AllCorrectionKinds();
 
 // The raw (host CLOCK_MONOTONIC_RAW) time of a local reading under a
 // GroundTruth clock model, i.e. the inverse of
@@ -99,18 +94,21 @@ class TruthMapping {
   int64_t master_offset_ns_ = 0;
 };
 
-// Builds the correction of `kind` for one process. Fails (naming the rank
+// Builds the correction of `kind` for one process: the trace's inputs
+// (synchronized mapping records as segments, with the clock model's inverse
+// as raw_at_local; sync sessions) handed to hull::MakeCorrection. Fails
+// (naming the rank
 // and why) when the trace lacks what the correction needs: no mapping
 // records with a synchronized state for online, no usable sync session for
 // the post-mortem ones. *report (if not null) gets a one-line description
 // of the correction's input and degenerate cases.
 // `options` tune the post-mortem corrections (hull/postmortem.h).
 absl::StatusOr<std::unique_ptr<hull::Correction>> MakeProcessCorrection(
-    const ProcessTrace& trace, CorrectionKind kind, std::string* report,
+    const ProcessTrace& trace, hull::CorrectionKind kind, std::string* report,
     const hull::PostmortemOptions& options = {});
 
-// The sessions of a trace in hull's form: each exchange becomes
-// (s = t1, m = (t2 + t3) / 2, r = t4), the master's mean stamp.
+// The sessions of a trace in hull's form: the same exchanges, numbered
+// 0, 1, ... in trace order.
 std::vector<hull::SyncSession> ToHullSessions(
     absl::Span<const SyncSession> sessions);
 
@@ -136,7 +134,7 @@ struct ProcessTimeline {
 };
 
 struct Timeline {
-  CorrectionKind kind = CorrectionKind::kNone;
+  hull::CorrectionKind kind = hull::CorrectionKind::kNone;
   hull::StampClock stamp_clock;  // origin and 1 ns period of global stamps
   std::vector<ProcessTimeline> processes;  // parallel to the traces
   // True when every process has the correction.
@@ -148,7 +146,7 @@ struct Timeline {
 // Fails (FailedPrecondition, with every reason) only when the correction is
 // available for no process.
 absl::StatusOr<Timeline> BuildTimeline(
-    absl::Span<const ProcessTrace> traces, CorrectionKind kind,
+    absl::Span<const ProcessTrace> traces, hull::CorrectionKind kind,
     const hull::PostmortemOptions& options = {});
 
 // Every event of the available processes, in global stamp order (ties
@@ -186,7 +184,7 @@ absl::StatusOr<MessageMatch> MatchMessages(
 
 // What `compare` prints for one correction.
 struct CorrectionSummary {
-  CorrectionKind kind = CorrectionKind::kNone;
+  hull::CorrectionKind kind = hull::CorrectionKind::kNone;
   bool available = false;
   std::string unavailable_reason;
   // Over messages between available processes.

@@ -47,7 +47,7 @@ class SyntheticTrace : public ::testing::Test {
     delete traces_;
   }
 
-  CorrectionSummary Summary(CorrectionKind kind) {
+  CorrectionSummary Summary(hull::CorrectionKind kind) {
     absl::StatusOr<Timeline> timeline = BuildTimeline(*traces_, kind);
     EXPECT_TRUE(timeline.ok()) << timeline.status();
     absl::StatusOr<MessageMatch> messages = MatchMessages(*traces_);
@@ -75,7 +75,7 @@ TEST_F(SyntheticTrace, EveryMessageIsMatched) {
 }
 
 TEST_F(SyntheticTrace, NoCorrectionShowsTheKnownViolations) {
-  const CorrectionSummary none = Summary(CorrectionKind::kNone);
+  const CorrectionSummary none = Summary(hull::CorrectionKind::kNone);
   EXPECT_TRUE(none.available);
   EXPECT_EQ(none.clock_condition.messages, answers_->messages);
   EXPECT_EQ(none.clock_condition.reversed, answers_->reversed_without_correction);
@@ -86,7 +86,7 @@ TEST_F(SyntheticTrace, NoCorrectionShowsTheKnownViolations) {
 }
 
 TEST_F(SyntheticTrace, OnlineHasTheKnownErrors) {
-  const CorrectionSummary online = Summary(CorrectionKind::kOnline);
+  const CorrectionSummary online = Summary(hull::CorrectionKind::kOnline);
   EXPECT_TRUE(online.available) << online.unavailable_reason;
   EXPECT_EQ(online.clock_condition.reversed, 0);
   EXPECT_EQ(online.clock_condition.below_min_latency, 0);
@@ -95,17 +95,18 @@ TEST_F(SyntheticTrace, OnlineHasTheKnownErrors) {
 }
 
 TEST_F(SyntheticTrace, PostmortemCorrectionsRecoverLinearClocks) {
-  for (CorrectionKind kind : {CorrectionKind::kLinear, CorrectionKind::kSpline,
-                              CorrectionKind::kPiecewise}) {
+  for (hull::CorrectionKind kind :
+       {hull::CorrectionKind::kLinear, hull::CorrectionKind::kSpline,
+        hull::CorrectionKind::kPiecewise}) {
     const CorrectionSummary s = Summary(kind);
-    EXPECT_TRUE(s.available) << CorrectionKindName(kind);
-    EXPECT_EQ(s.clock_condition.reversed, 0) << CorrectionKindName(kind);
-    EXPECT_LE(s.max_abs_error_ns, 3) << CorrectionKindName(kind);
+    EXPECT_TRUE(s.available) << hull::CorrectionKindName(kind);
+    EXPECT_EQ(s.clock_condition.reversed, 0) << hull::CorrectionKindName(kind);
+    EXPECT_LE(s.max_abs_error_ns, 3) << hull::CorrectionKindName(kind);
   }
 }
 
 TEST_F(SyntheticTrace, MergedOrderKeepsEveryThreadsOrder) {
-  for (CorrectionKind kind : AllCorrectionKinds()) {
+  for (hull::CorrectionKind kind : hull::AllCorrectionKinds()) {
     absl::StatusOr<Timeline> timeline = BuildTimeline(*traces_, kind);
     ASSERT_TRUE(timeline.ok()) << timeline.status();
     std::vector<TimedEvent> merged = MergedEvents(*timeline);
@@ -127,7 +128,8 @@ TEST_F(SyntheticTrace, MergedOrderKeepsEveryThreadsOrder) {
 }
 
 TEST_F(SyntheticTrace, ProfileOnTheTruthfulTimelineMeasuresRawDurations) {
-  absl::StatusOr<Timeline> online = BuildTimeline(*traces_, CorrectionKind::kOnline);
+  absl::StatusOr<Timeline> online =
+      BuildTimeline(*traces_, hull::CorrectionKind::kOnline);
   ASSERT_TRUE(online.ok());
   const Profile profile = ProfileRegions(*traces_, *online);
   EXPECT_EQ(profile.unmatched_leaves, 0);
@@ -143,7 +145,8 @@ TEST_F(SyntheticTrace, ProfileOnTheTruthfulTimelineMeasuresRawDurations) {
   }
   EXPECT_TRUE(found);
   // On local time, rank 1's clock runs 50 ppm fast.
-  absl::StatusOr<Timeline> none = BuildTimeline(*traces_, CorrectionKind::kNone);
+  absl::StatusOr<Timeline> none =
+      BuildTimeline(*traces_, hull::CorrectionKind::kNone);
   ASSERT_TRUE(none.ok());
   for (const RegionProfile& r : ProfileRegions(*traces_, *none).regions) {
     if (r.name == "work") {
@@ -157,11 +160,12 @@ TEST_F(SyntheticTrace, PostmortemOptionsReachTheCorrections) {
   keep_all.slow_fraction = 0;
   hull::PostmortemOptions drop_half;
   drop_half.slow_fraction = 0.5;
-  for (CorrectionKind kind : {CorrectionKind::kLinear, CorrectionKind::kSpline,
-                              CorrectionKind::kPiecewise}) {
+  for (hull::CorrectionKind kind :
+       {hull::CorrectionKind::kLinear, hull::CorrectionKind::kSpline,
+        hull::CorrectionKind::kPiecewise}) {
     absl::StatusOr<Timeline> all = BuildTimeline(*traces_, kind, keep_all);
     absl::StatusOr<Timeline> half = BuildTimeline(*traces_, kind, drop_half);
-    ASSERT_TRUE(all.ok() && half.ok()) << CorrectionKindName(kind);
+    ASSERT_TRUE(all.ok() && half.ok()) << hull::CorrectionKindName(kind);
     EXPECT_THAT(all->processes[0].report, HasSubstr(" 0 slow dropped"));
     EXPECT_THAT(half->processes[0].report,
                 Not(HasSubstr(" 0 slow dropped")));
@@ -170,7 +174,8 @@ TEST_F(SyntheticTrace, PostmortemOptionsReachTheCorrections) {
 }
 
 TEST_F(SyntheticTrace, ChromeJsonHasOneFlowPairPerMessage) {
-  absl::StatusOr<Timeline> timeline = BuildTimeline(*traces_, CorrectionKind::kLinear);
+  absl::StatusOr<Timeline> timeline =
+      BuildTimeline(*traces_, hull::CorrectionKind::kLinear);
   ASSERT_TRUE(timeline.ok());
   absl::StatusOr<MessageMatch> messages = MatchMessages(*traces_);
   ASSERT_TRUE(messages.ok());
@@ -212,13 +217,13 @@ TEST(ModelInverse, RoundTripsRawTimes) {
 }
 
 TEST(Corrections, ParseNames) {
-  for (CorrectionKind kind : AllCorrectionKinds()) {
-    absl::StatusOr<CorrectionKind> parsed =
-        ParseCorrectionKind(CorrectionKindName(kind));
+  for (hull::CorrectionKind kind : hull::AllCorrectionKinds()) {
+    absl::StatusOr<hull::CorrectionKind> parsed =
+        hull::ParseCorrectionKind(hull::CorrectionKindName(kind));
     ASSERT_TRUE(parsed.ok());
     EXPECT_EQ(*parsed, kind);
   }
-  EXPECT_FALSE(ParseCorrectionKind("cubic").ok());
+  EXPECT_FALSE(hull::ParseCorrectionKind("cubic").ok());
 }
 
 TEST(Corrections, MissingInputIsUnavailableWithAReason) {
@@ -227,7 +232,8 @@ TEST(Corrections, MissingInputIsUnavailableWithAReason) {
   Event e;
   e.stamp = 1 << 13;
   trace.threads.push_back(ThreadTrace{0, "main", {e}});
-  for (CorrectionKind kind : {CorrectionKind::kOnline, CorrectionKind::kSpline}) {
+  for (hull::CorrectionKind kind :
+       {hull::CorrectionKind::kOnline, hull::CorrectionKind::kSpline}) {
     absl::StatusOr<std::unique_ptr<hull::Correction>> c =
         MakeProcessCorrection(trace, kind, nullptr);
     ASSERT_FALSE(c.ok());
@@ -235,8 +241,8 @@ TEST(Corrections, MissingInputIsUnavailableWithAReason) {
         << c.status();
   }
   std::vector<ProcessTrace> traces = {trace};
-  EXPECT_FALSE(BuildTimeline(traces, CorrectionKind::kOnline).ok());
-  EXPECT_TRUE(BuildTimeline(traces, CorrectionKind::kNone).ok());
+  EXPECT_FALSE(BuildTimeline(traces, hull::CorrectionKind::kOnline).ok());
+  EXPECT_TRUE(BuildTimeline(traces, hull::CorrectionKind::kNone).ok());
 }
 
 }  // namespace

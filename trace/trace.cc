@@ -77,17 +77,6 @@ int64_t SaturateToInt64(long double value) {
 
 }  // namespace
 
-int64_t MappingRecord::GlobalAtRaw(int64_t raw) const {
-  // dt * rate_adj in long double: |dt| up to ~1e18 keeps sub-ns precision
-  // for the rates involved (|rate_adj| < 0.01).
-  const __int128 dt = static_cast<__int128>(raw) - anchor_raw_ns;
-  const long double adjust = static_cast<long double>(dt) * rate_adj;
-  const long double global =
-      static_cast<long double>(anchor_global_ns) +
-      static_cast<long double>(dt) + std::nearbyint(adjust);
-  return SaturateToInt64(std::nearbyint(global));
-}
-
 int64_t MappingRecord::BoundAtRaw(int64_t raw) const {
   const __int128 dt = static_cast<__int128>(raw) - anchor_raw_ns;
   const long double abs_dt = static_cast<long double>(dt < 0 ? -dt : dt);

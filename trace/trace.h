@@ -9,8 +9,8 @@
 //   ThreadTrace      per thread: events in stamp order
 //   MappingRecord    the daemon's published raw->global mapping, each time
 //                    the tracer saw it change (for the "online" timeline)
-//   SyncSession      ping-pong bursts with the master (for the post-mortem
-//                    corrections in hull/postmortem.h)
+//   SyncSession      ping-pong bursts with the master, hull::ProbeSamples
+//                    (for the post-mortem corrections in hull/postmortem.h)
 //   GroundTruth      test runs only: the process's modeled clock and the
 //                    master's raw->global offset, so errors can be measured
 //
@@ -36,6 +36,8 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "hull/correction.h"
+#include "hull/probe_sample.h"
 
 namespace clocksync::trace {
 
@@ -155,24 +157,17 @@ struct MappingRecord {
   uint32_t state = 0;  // clocksync_state (low byte of the status word)
   uint32_t flags = 0;  // CLOCKSYNC_STATUS_* flags (status word without state)
 
+  // The mapping as a segment in force from raw_ns on (hull/correction.h).
+  hull::MappingSegment Segment() const {
+    return hull::MappingSegment{raw_ns, anchor_raw_ns, anchor_global_ns,
+                                rate_adj};
+  }
   // Global ns at raw time raw_ns, rounded to nearest (saturating).
-  int64_t GlobalAtRaw(int64_t raw) const;
+  int64_t GlobalAtRaw(int64_t raw) const { return Segment().GlobalAtRaw(raw); }
   // Error bound at raw time raw_ns, in ns (rounded up).
   int64_t BoundAtRaw(int64_t raw) const;
 
   friend bool operator==(const MappingRecord&, const MappingRecord&) = default;
-};
-
-// One ping-pong exchange with the master: t1 and t4 on the process's local
-// clock, t2 and t3 the master's global time when it received the request
-// and sent the answer.
-struct SyncExchange {
-  int64_t t1_local_ns = 0;   // request left (local clock)
-  int64_t t2_master_ns = 0;  // master received it (global)
-  int64_t t3_master_ns = 0;  // master answered (global)
-  int64_t t4_local_ns = 0;   // answer arrived (local clock)
-
-  friend bool operator==(const SyncExchange&, const SyncExchange&) = default;
 };
 
 enum class SyncSessionKind : uint8_t {
@@ -185,10 +180,13 @@ enum class SyncSessionKind : uint8_t {
 // "init", "timesync", "periodic", "finalize".
 absl::string_view SyncSessionKindName(SyncSessionKind kind);
 
-// One burst of exchanges taken close together.
+// One burst of exchanges taken close together. Each exchange is a
+// hull::ProbeSample: t1 and t4 on the process's local clock, t2 and t3 the
+// master's global time when it received the request and sent the answer
+// (parent_bound_ns 0: the master).
 struct SyncSession {
   SyncSessionKind kind = SyncSessionKind::kInit;
-  std::vector<SyncExchange> exchanges;
+  std::vector<hull::ProbeSample> exchanges;
 
   friend bool operator==(const SyncSession&, const SyncSession&) = default;
 };

@@ -404,11 +404,8 @@ class SyncRunner {
               std::max<int64_t>(1, (left_ns + kNsPerMs - 1) / kNsPerMs));
           absl::StatusOr<int> delivered = requester_->Poll(
               timeout_ms, [&](const probe::ProbeResult& result) {
-                trace::SyncExchange exchange;
-                exchange.t1_local_ns = result.sample.t1_ns;
-                exchange.t2_master_ns = result.sample.t2_ns;
-                exchange.t3_master_ns = result.sample.t3_ns;
-                exchange.t4_local_ns = result.sample.t4_ns;
+                hull::ProbeSample exchange = result.sample;
+                exchange.parent_bound_ns = 0;  // the master
                 session->exchanges.push_back(exchange);
                 answered = true;
               });

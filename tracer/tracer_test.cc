@@ -341,10 +341,10 @@ TEST_F(TracerTest, RoundTripEveryKindSeveralThreadsThroughOtf2) {
   EXPECT_EQ(read->sessions[2].kind, trace::SyncSessionKind::kFinalize);
   for (const trace::SyncSession& session : read->sessions) {
     EXPECT_EQ(session.exchanges.size(), 5u);
-    for (const trace::SyncExchange& x : session.exchanges) {
-      EXPECT_LE(x.t1_local_ns + 7'000'000'000, x.t2_master_ns + 1);
-      EXPECT_LE(x.t2_master_ns, x.t3_master_ns);
-      EXPECT_LE(x.t3_master_ns, x.t4_local_ns + 7'000'000'000 + 1);
+    for (const hull::ProbeSample& x : session.exchanges) {
+      EXPECT_LE(x.t1_ns + 7'000'000'000, x.t2_ns + 1);
+      EXPECT_LE(x.t2_ns, x.t3_ns);
+      EXPECT_LE(x.t3_ns, x.t4_ns + 7'000'000'000 + 1);
     }
   }
   EXPECT_FALSE(read->truth.has_value());
@@ -418,9 +418,9 @@ TEST_F(TracerTest, ModeledClockStampsEventsAndRecordsTheTruth) {
   ASSERT_EQ(read->sessions.size(), 2u);
   for (const trace::SyncSession& session : read->sessions) {
     ASSERT_FALSE(session.exchanges.empty());
-    for (const trace::SyncExchange& x : session.exchanges) {
+    for (const hull::ProbeSample& x : session.exchanges) {
       // local - global ~ 1.5 s - 0.123 s (+ the model's drift since origin).
-      EXPECT_NEAR(static_cast<double>(x.t1_local_ns - x.t2_master_ns),
+      EXPECT_NEAR(static_cast<double>(x.t1_ns - x.t2_ns),
                   1.5e9 - 123'456'789, 5e6);
     }
   }

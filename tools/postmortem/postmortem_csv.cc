@@ -103,7 +103,7 @@ absl::StatusOr<std::vector<SyncSession>> ParseSessionsCsv(
     }
     SyncSession& session = by_number[v[0]];
     session.id = v[0];
-    session.exchanges.push_back(SyncExchange{v[1], v[2], v[3]});
+    session.exchanges.push_back(ProbeSample::OneMasterStamp(v[1], v[2], v[3]));
   }
   std::vector<SyncSession> sessions;
   sessions.reserve(by_number.size());
@@ -146,8 +146,13 @@ absl::StatusOr<PostmortemToolResult> RunPostmortemTool(
     absl::string_view sessions_text, absl::string_view sessions_file,
     absl::string_view query_text, absl::string_view query_file,
     absl::string_view method_name, const PostmortemOptions& options) {
-  absl::StatusOr<CorrectionMethod> method = ParseCorrectionMethod(method_name);
-  if (!method.ok()) return method.status();
+  // The post-mortem kinds only.
+  absl::StatusOr<CorrectionKind> method = ParseCorrectionKind(method_name);
+  if (!method.ok() || !IsPostmortem(*method)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown correction method '", method_name,
+                     "' (expected linear, spline or piecewise)"));
+  }
   absl::StatusOr<std::vector<SyncSession>> sessions =
       ParseSessionsCsv(sessions_text, sessions_file);
   if (!sessions.ok()) return sessions.status();
@@ -155,7 +160,7 @@ absl::StatusOr<PostmortemToolResult> RunPostmortemTool(
       ParseQueryCsv(query_text, query_file);
   if (!query.ok()) return query.status();
   absl::StatusOr<std::unique_ptr<PostmortemCorrection>> correction =
-      MakeCorrection(*method, *sessions, options);
+      FitPostmortemCorrection(*method, *sessions, options);
   if (!correction.ok()) {
     return absl::Status(
         correction.status().code(),

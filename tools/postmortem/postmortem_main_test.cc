@@ -38,11 +38,14 @@ TEST(PostmortemCsvTest, ParsesSessions) {
   ASSERT_EQ(sessions->size(), 2u);
   EXPECT_EQ((*sessions)[0].id, 0);
   ASSERT_EQ((*sessions)[0].exchanges.size(), 2u);
-  EXPECT_EQ((*sessions)[0].exchanges[1].local_send_ns, 1000000000000999000);
-  EXPECT_EQ((*sessions)[0].exchanges[1].master_ns, 1000000000001002050);
-  EXPECT_EQ((*sessions)[0].exchanges[1].local_receive_ns, 1000000000001001000);
+  // s -> t1, m -> t2 = t3, r -> t4.
+  EXPECT_EQ((*sessions)[0].exchanges[1].t1_ns, 1000000000000999000);
+  EXPECT_EQ((*sessions)[0].exchanges[1].t2_ns, 1000000000001002050);
+  EXPECT_EQ((*sessions)[0].exchanges[1].t3_ns, 1000000000001002050);
+  EXPECT_EQ((*sessions)[0].exchanges[1].t4_ns, 1000000000001001000);
   EXPECT_EQ((*sessions)[1].id, 1);
-  EXPECT_EQ((*sessions)[1].exchanges[0].master_ns, 1000000060003002000);
+  EXPECT_EQ((*sessions)[1].exchanges[0].t2_ns, 1000000060003002000);
+  EXPECT_EQ((*sessions)[1].exchanges[0].t3_ns, 1000000060003002000);
 }
 
 TEST(PostmortemCsvTest, GroupsRowsBySessionNumber) {

@@ -141,11 +141,11 @@ std::optional<std::vector<ProcessTrace>> ReadAll(
   return traces;
 }
 
-std::optional<CorrectionKind> CorrectionFlag(CorrectionKind fallback,
-                                             int* exit_code) {
+std::optional<hull::CorrectionKind> CorrectionFlag(
+    hull::CorrectionKind fallback, int* exit_code) {
   const std::string value = absl::GetFlag(FLAGS_correction);
   if (value.empty()) return fallback;
-  absl::StatusOr<CorrectionKind> kind = ParseCorrectionKind(value);
+  absl::StatusOr<hull::CorrectionKind> kind = hull::ParseCorrectionKind(value);
   if (!kind.ok()) {
     *exit_code = Usage(absl::StrCat("bad flag --correction: ",
                                     kind.status().message()));
@@ -155,9 +155,10 @@ std::optional<CorrectionKind> CorrectionFlag(CorrectionKind fallback,
 }
 
 // A timeline on which every process has the correction.
-std::optional<Timeline> CompleteTimeline(const std::vector<ProcessTrace>& traces,
-                                         const std::vector<std::string>& archives,
-                                         CorrectionKind kind, int* exit_code) {
+std::optional<Timeline> CompleteTimeline(
+    const std::vector<ProcessTrace>& traces,
+    const std::vector<std::string>& archives, hull::CorrectionKind kind,
+    int* exit_code) {
   absl::StatusOr<Timeline> timeline =
       BuildTimeline(traces, kind, PostmortemOptionsFromFlags());
   if (!timeline.ok()) {
@@ -167,8 +168,8 @@ std::optional<Timeline> CompleteTimeline(const std::vector<ProcessTrace>& traces
   for (size_t p = 0; p < traces.size(); ++p) {
     if (!timeline->processes[p].available) {
       *exit_code = Unreadable(absl::StrCat(
-          archives[p], ": no ", CorrectionKindName(kind), " correction: ",
-          timeline->processes[p].unavailable_reason));
+          archives[p], ": no ", hull::CorrectionKindName(kind),
+          " correction: ", timeline->processes[p].unavailable_reason));
       return std::nullopt;
     }
   }
@@ -183,8 +184,10 @@ struct Loaded {
 };
 
 std::optional<Loaded> LoadOnTimeline(const std::vector<std::string>& archives,
-                                     CorrectionKind fallback, int* exit_code) {
-  std::optional<CorrectionKind> kind = CorrectionFlag(fallback, exit_code);
+                                     hull::CorrectionKind fallback,
+                                     int* exit_code) {
+  std::optional<hull::CorrectionKind> kind =
+      CorrectionFlag(fallback, exit_code);
   if (!kind) return std::nullopt;
   std::optional<std::vector<ProcessTrace>> traces = ReadAll(archives, exit_code);
   if (!traces) return std::nullopt;
@@ -197,7 +200,7 @@ std::optional<Loaded> LoadOnTimeline(const std::vector<std::string>& archives,
 int Merge(const std::vector<std::string>& archives) {
   int exit_code = 0;
   std::optional<Loaded> loaded =
-      LoadOnTimeline(archives, CorrectionKind::kOnline, &exit_code);
+      LoadOnTimeline(archives, hull::CorrectionKind::kOnline, &exit_code);
   if (!loaded) return exit_code;
   const auto& [traces, timeline] = *loaded;
   const std::string out_path = absl::GetFlag(FLAGS_out);
@@ -226,7 +229,7 @@ int Compare(const std::vector<std::string>& archives) {
   if (!messages.ok()) return Unreadable(std::string(messages.status().message()));
   const int64_t min_latency_ns = absl::GetFlag(FLAGS_min_latency_ns);
   std::vector<CorrectionSummary> rows;
-  for (CorrectionKind kind : AllCorrectionKinds()) {
+  for (hull::CorrectionKind kind : hull::AllCorrectionKinds()) {
     absl::StatusOr<Timeline> timeline =
         BuildTimeline(*traces, kind, PostmortemOptionsFromFlags());
     if (!timeline.ok()) {
@@ -258,9 +261,10 @@ int Compare(const std::vector<std::string>& archives) {
       }
       absl::StrAppend(
           &json, i == 0 ? "" : ",", "{\"correction\":\"",
-          CorrectionKindName(r.kind), "\",\"available\":",
-          r.available ? "true" : "false", ",\"unavailable_reason\":\"", reason,
-          "\",\"messages\":", c.messages, ",\"violations\":", c.reversed,
+          hull::CorrectionKindName(r.kind),
+          "\",\"available\":", r.available ? "true" : "false",
+          ",\"unavailable_reason\":\"", reason, "\",\"messages\":", c.messages,
+          ",\"violations\":", c.reversed,
           ",\"below_min_latency\":", c.below_min_latency,
           ",\"worst_latency_ns\":",
           c.has_worst ? absl::StrCat(c.worst_latency_ns) : "null",
@@ -286,14 +290,14 @@ int Compare(const std::vector<std::string>& archives) {
     const hull::ClockConditionReport& c = r.clock_condition;
     if (!r.available && c.messages == 0 && r.truth_events == 0) {
       std::cout << absl::StrFormat("%-10s unavailable: %s\n",
-                                   CorrectionKindName(r.kind),
+                                   hull::CorrectionKindName(r.kind),
                                    r.unavailable_reason);
       continue;
     }
     std::cout << absl::StrFormat(
-        "%-10s %9d %10d %10d %12s %12d %14s %14s\n", CorrectionKindName(r.kind),
-        c.messages, c.reversed, c.below_min_latency, WorstCell(c),
-        r.truth_events,
+        "%-10s %9d %10d %10d %12s %12d %14s %14s\n",
+        hull::CorrectionKindName(r.kind), c.messages, c.reversed,
+        c.below_min_latency, WorstCell(c), r.truth_events,
         r.truth_events > 0 ? absl::StrFormat("%.1f", r.rms_error_ns) : "-",
         r.truth_events > 0 ? absl::StrCat(r.max_abs_error_ns) : "-");
     if (!r.available) {
@@ -314,7 +318,7 @@ int Export(const std::vector<std::string>& archives) {
   const std::string out_path = absl::GetFlag(FLAGS_out);
   if (out_path.empty()) return Usage("bad flag --out: export needs --out=PATH");
   std::optional<Loaded> loaded =
-      LoadOnTimeline(archives, CorrectionKind::kOnline, &exit_code);
+      LoadOnTimeline(archives, hull::CorrectionKind::kOnline, &exit_code);
   if (!loaded) return exit_code;
   const auto& [traces, timeline] = *loaded;
   if (format == "otf2") {
@@ -337,13 +341,13 @@ int Export(const std::vector<std::string>& archives) {
 int ProfileCommand(const std::vector<std::string>& archives) {
   int exit_code = 0;
   std::optional<Loaded> loaded =
-      LoadOnTimeline(archives, CorrectionKind::kNone, &exit_code);
+      LoadOnTimeline(archives, hull::CorrectionKind::kNone, &exit_code);
   if (!loaded) return exit_code;
   const auto& [traces, timeline] = *loaded;
   const Profile profile = ProfileRegions(traces, timeline);
   if (absl::GetFlag(FLAGS_json)) {
     std::string json = absl::StrCat(
-        "{\"correction\":\"", CorrectionKindName(timeline.kind),
+        "{\"correction\":\"", hull::CorrectionKindName(timeline.kind),
         "\",\"unmatched_leaves\":", profile.unmatched_leaves,
         ",\"open_enters\":", profile.open_enters, ",\"regions\":[");
     for (size_t i = 0; i < profile.regions.size(); ++i) {
@@ -384,7 +388,7 @@ int ProfileCommand(const std::vector<std::string>& archives) {
 int LodCommand(const std::vector<std::string>& archives) {
   int exit_code = 0;
   std::optional<Loaded> loaded =
-      LoadOnTimeline(archives, CorrectionKind::kOnline, &exit_code);
+      LoadOnTimeline(archives, hull::CorrectionKind::kOnline, &exit_code);
   if (!loaded) return exit_code;
   const auto& [traces, timeline] = *loaded;
   LodOptions options;
