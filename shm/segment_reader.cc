@@ -51,7 +51,8 @@ SegmentError OpenAndCheck(const std::string& path, CheckedFile* file,
           "--shm_path?)");
       return SegmentError::kNoFile;
     }
-    *message = absl::StrCat("cannot open ", path, ": ", ErrnoText(error_number));
+    *message =
+        absl::StrCat("cannot open ", path, ": ", ErrnoText(error_number));
     return SegmentError::kIo;
   }
   auto fail = [&](SegmentError error, std::string text) {
