@@ -2,7 +2,8 @@
 // (tracer.h), their validation, and the one table of the CLOCKSYNC_*
 // environment variables that override them (name, default, meaning),
 // parsed in one place (ApplyTracerEnvironment) and documented from the
-// same table (docs/TRACER.md; options_test checks the copy there).
+// same table (docs/TRACER.md; //docs:tracer_env_table_test checks the copy
+// there).
 #ifndef CLOCKSYNC_TRACER_OPTIONS_H_
 #define CLOCKSYNC_TRACER_OPTIONS_H_
 
