@@ -1,121 +1,55 @@
-// client/clock.cc: opening, validating and re-mapping clocksyncd's segment
-// for clocksync::Clock; the hot path is inline in clock.h.
+// client/clock.cc: clocksync::Clock's slow paths: opening the segment and
+// re-mapping a restarted daemon's file (through shm/segment_reader.h), stale
+// and unsynced readings; the hot path is inline in clock.h.
 
 #include "client/clock.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <sys/types.h>
-#include <unistd.h>
-
 #include <atomic>
-#include <cerrno>
 #include <cmath>
-#include <cstring>
 #include <mutex>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
+#include "shm/segment_reader.h"
 
 namespace clocksync {
 namespace {
 
-std::string ErrnoText(int error_number) {
-  char buffer[256];
-  // GNU strerror_r: returns a pointer to the message (maybe not `buffer`).
-  return strerror_r(error_number, buffer, sizeof(buffer));
-}
-
-size_t MappingLength() {
-  const long page_size = sysconf(_SC_PAGESIZE);
-  const size_t page = page_size > 0 ? static_cast<size_t>(page_size) : 4096;
-  return (sizeof(clocksync_shm) + page - 1) / page * page;
-}
-
-// A segment file opened and checked: its descriptor, identity and header.
-struct CheckedFile {
-  int fd = -1;
-  struct stat st = {};
-};
-
-// Opens `path` read-only and checks its size and header. Returns 0 and fills
-// *file (the caller closes file->fd), or a negative code and *message.
-int OpenAndCheck(const std::string& path, CheckedFile* file,
-                 std::string* message) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    const int error_number = errno;
-    if (error_number == ENOENT) {
-      *message = absl::StrCat(
-          "CLOCKSYNC_ENODAEMON: no clocksync daemon publishes at ", path,
-          ": the file does not exist (is clocksyncd running, with this "
-          "--shm_path?)");
+// The CLOCKSYNC_E* code of a segment error.
+int SegmentErrorCode(shm::SegmentError error) {
+  switch (error) {
+    case shm::SegmentError::kNone:
+      return CLOCKSYNC_OK;
+    case shm::SegmentError::kNoFile:
       return CLOCKSYNC_ENODAEMON;
-    }
-    *message = absl::StrCat("CLOCKSYNC_EIO: cannot open ", path, ": ",
-                            ErrnoText(error_number));
-    return CLOCKSYNC_EIO;
+    case shm::SegmentError::kBadMagic:
+      return CLOCKSYNC_EBADMAGIC;
+    case shm::SegmentError::kBadVersion:
+      return CLOCKSYNC_EVERSION;
+    case shm::SegmentError::kBadSize:
+      return CLOCKSYNC_EBADSIZE;
+    case shm::SegmentError::kIo:
+    default:
+      return CLOCKSYNC_EIO;
   }
-  auto fail = [&](int code, std::string text) {
-    close(fd);
-    *message = std::move(text);
-    return code;
-  };
-  struct stat st;
-  if (fstat(fd, &st) != 0) {
-    return fail(CLOCKSYNC_EIO, absl::StrCat("CLOCKSYNC_EIO: cannot stat ", path,
-                                            ": ", ErrnoText(errno)));
+}
+
+// The name of a code, which starts our messages (tests and people grep
+// for it).
+const char* CodeName(int code) {
+  switch (code) {
+    case CLOCKSYNC_ENODAEMON:
+      return "CLOCKSYNC_ENODAEMON";
+    case CLOCKSYNC_EBADMAGIC:
+      return "CLOCKSYNC_EBADMAGIC";
+    case CLOCKSYNC_EVERSION:
+      return "CLOCKSYNC_EVERSION";
+    case CLOCKSYNC_EBADSIZE:
+      return "CLOCKSYNC_EBADSIZE";
+    default:
+      return "CLOCKSYNC_EIO";
   }
-  if (!S_ISREG(st.st_mode)) {
-    return fail(CLOCKSYNC_EBADMAGIC,
-                absl::StrCat("CLOCKSYNC_EBADMAGIC: ", path,
-                             " is not a regular file, so not a clocksync "
-                             "segment"));
-  }
-  if (st.st_size < static_cast<off_t>(sizeof(clocksync_shm))) {
-    return fail(CLOCKSYNC_EBADSIZE,
-                absl::StrCat("CLOCKSYNC_EBADSIZE: ", path, " has ", st.st_size,
-                             " bytes, a clocksync segment has ",
-                             sizeof(clocksync_shm)));
-  }
-  // The header is immutable once the writer renamed the file into place.
-  clocksync_shm_header header;
-  const ssize_t got = pread(fd, &header, sizeof(header), 0);
-  if (got != static_cast<ssize_t>(sizeof(header))) {
-    return fail(CLOCKSYNC_EIO,
-                absl::StrCat("CLOCKSYNC_EIO: cannot read the header of ", path,
-                             ": ", got < 0 ? ErrnoText(errno) : "short read"));
-  }
-  if (header.magic != CLOCKSYNC_SHM_MAGIC) {
-    return fail(CLOCKSYNC_EBADMAGIC,
-                absl::StrFormat("CLOCKSYNC_EBADMAGIC: %s is not a clocksync "
-                                "segment (magic 0x%016x, expected 0x%016x)",
-                                path, header.magic, CLOCKSYNC_SHM_MAGIC));
-  }
-  if (header.layout_version != CLOCKSYNC_SHM_LAYOUT_VERSION) {
-    return fail(
-        CLOCKSYNC_EVERSION,
-        absl::StrCat("CLOCKSYNC_EVERSION: ", path,
-                     " has shared-memory layout version ",
-                     header.layout_version, ", this library reads version ",
-                     CLOCKSYNC_SHM_LAYOUT_VERSION,
-                     " (daemon and client library differ)"));
-  }
-  if (header.segment_size != sizeof(clocksync_shm) ||
-      header.mapping_offset != offsetof(clocksync_shm, mapping)) {
-    return fail(CLOCKSYNC_EBADSIZE,
-                absl::StrCat("CLOCKSYNC_EBADSIZE: ", path,
-                             " declares segment size ", header.segment_size,
-                             " and mapping offset ", header.mapping_offset,
-                             ", expected ", sizeof(clocksync_shm), " and ",
-                             offsetof(clocksync_shm, mapping)));
-  }
-  file->fd = fd;
-  file->st = st;
-  return CLOCKSYNC_OK;
 }
 
 absl::Status CodeToStatus(int code, const std::string& message) {
@@ -140,20 +74,12 @@ absl::Status CodeToStatus(int code, const std::string& message) {
 // Slow-path state, heap-allocated so that its mutex and atomics keep their
 // address when the Clock moves.
 struct Clock::Remapper {
-  ~Remapper() {
-    if (base != nullptr) munmap(base, length);
-  }
-
-  std::string path;
-  // The read-only mapping; address and length never change.
-  void* base = nullptr;
-  size_t length = 0;
+  // The read-only mapping (shm/segment_reader.h); its address never
+  // changes. Remap() and the file identity are guarded by mu.
+  std::unique_ptr<shm::SegmentReader> reader;
   int64_t recheck_interval_ns = 0;
   // Serializes looks at the path and re-maps.
   std::mutex mu;
-  // Identity of the file currently mapped (guarded by mu).
-  dev_t dev = 0;
-  ino_t ino = 0;
   // Raw time before which the slow path does not look at the path again.
   std::atomic<int64_t> next_check_raw_ns{0};
   std::atomic<uint64_t> path_checks{0};
@@ -200,30 +126,22 @@ int Clock::OpenWithCode(const std::string& path, const ClockOptions& options,
         " (>= 0), max_read_attempts=", options.max_read_attempts, " (>= 1)");
     return CLOCKSYNC_EINVAL;
   }
-  CheckedFile file;
-  if (const int code = OpenAndCheck(path, &file, message); code != 0) {
+  std::unique_ptr<shm::SegmentReader> reader;
+  if (const shm::SegmentError error =
+          shm::SegmentReader::Open(path, &reader, message);
+      error != shm::SegmentError::kNone) {
+    const int code = SegmentErrorCode(error);
+    *message = absl::StrCat(CodeName(code), ": ", *message);
     return code;
   }
-  const size_t length = MappingLength();
-  void* base = mmap(nullptr, length, PROT_READ, MAP_SHARED, file.fd, 0);
-  const int mmap_errno = errno;
-  close(file.fd);
-  if (base == MAP_FAILED) {
-    *message = absl::StrCat("CLOCKSYNC_EIO: cannot map ", path, ": ",
-                            ErrnoText(mmap_errno));
-    return CLOCKSYNC_EIO;
-  }
   auto remapper = std::make_unique<Remapper>();
-  remapper->path = path;
-  remapper->base = base;
-  remapper->length = length;
   remapper->recheck_interval_ns = options.recheck_interval_ns;
-  remapper->dev = file.st.st_dev;
-  remapper->ino = file.st.st_ino;
   remapper->next_check_raw_ns.store(RawNowNs() + options.recheck_interval_ns,
                                     std::memory_order_relaxed);
-  const auto* shm = static_cast<const clocksync_shm*>(base);
-  out->reset(new Clock(&shm->mapping, options, std::move(remapper)));
+  remapper->reader = std::move(reader);
+  const clocksync_shm_mapping* section =
+      &remapper->reader->segment()->mapping;
+  out->reset(new Clock(section, options, std::move(remapper)));
   return CLOCKSYNC_OK;
 }
 
@@ -298,32 +216,15 @@ void Clock::MaybeRemap() const noexcept {
                             std::memory_order_relaxed);
   r.path_checks.fetch_add(1, std::memory_order_relaxed);
 
-  struct stat st;
-  // No file (a daemon between stop and start) or the same file: keep
-  // extrapolating the mapping we have.
-  if (stat(r.path.c_str(), &st) != 0) return;
-  if (st.st_dev == r.dev && st.st_ino == r.ino) return;
-
-  CheckedFile file;
-  std::string message;  // only built on failure, which keeps the old map
-  if (OpenAndCheck(r.path, &file, &message) != CLOCKSYNC_OK) return;
-  // Replace the pages under the same address: readers never see a hole.
-  void* mapped =
-      mmap(r.base, r.length, PROT_READ, MAP_SHARED | MAP_FIXED, file.fd, 0);
-  close(file.fd);
-  if (mapped == MAP_FAILED) {
-    // Older kernels may have removed the old mapping already; keep the
-    // address readable (zeros: seq 0, update 0, so readers see a stale,
-    // unsynced mapping) and retry at the next look.
-    mmap(r.base, r.length, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
-         -1, 0);
-    r.dev = 0;
-    r.ino = 0;
-    return;
+  // No file (a daemon between stop and start), the same file, or a broken
+  // one: keep extrapolating the mapping we have. A new valid file replaces
+  // the pages under the same address: readers never see a hole.
+  const uint64_t remaps_before = r.reader->remaps();
+  std::string message;  // only built on failure
+  r.reader->Remap(&message);
+  if (r.reader->remaps() != remaps_before) {
+    r.remaps.fetch_add(1, std::memory_order_relaxed);
   }
-  r.dev = file.st.st_dev;
-  r.ino = file.st.st_ino;
-  r.remaps.fetch_add(1, std::memory_order_relaxed);
 }
 
 int Clock::ReadMapping(MappingSnapshot* out) const noexcept {
@@ -333,13 +234,13 @@ int Clock::ReadMapping(MappingSnapshot* out) const noexcept {
       !ReadSectionRetrying(&out->values)) {
     return CLOCKSYNC_EBUSY;
   }
-  const auto* shm = static_cast<const clocksync_shm*>(remapper_->base);
+  const clocksync_shm* shm = remapper_->reader->segment();
   out->writer_pid = shm->header.writer_pid;
   out->writer_start_raw_ns = shm->header.writer_start_raw_ns;
   return CLOCKSYNC_OK;
 }
 
-const std::string& Clock::path() const { return remapper_->path; }
+const std::string& Clock::path() const { return remapper_->reader->path(); }
 
 uint64_t Clock::path_check_count() const {
   return remapper_->path_checks.load(std::memory_order_relaxed);

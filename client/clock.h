@@ -1,5 +1,5 @@
 // client/clock.h: clocksync::Clock, the C++ API that reads cluster-global
-// time from clocksyncd's shared-memory segment (layout: client/shm_layout.h).
+// time from clocksyncd's shared-memory segment (layout: shm/shm_layout.h).
 //
 // Example:
 //   absl::StatusOr<clocksync::Clock> clock = clocksync::Clock::Open();

@@ -100,35 +100,6 @@ int clocksync_at(const clocksync_handle* handle, int64_t raw_ns,
 
 int64_t clocksync_raw_now_ns(void) { return clocksync::Clock::RawNowNs(); }
 
-const char* clocksync_strerror(int code) {
-  switch (code) {
-    case CLOCKSYNC_OK:
-      return "success";
-    case CLOCKSYNC_EINVAL:
-      return "invalid argument";
-    case CLOCKSYNC_ENODAEMON:
-      return "no clocksync daemon: the shared-memory file does not exist";
-    case CLOCKSYNC_EIO:
-      return "cannot open or map the shared-memory file";
-    case CLOCKSYNC_EBADMAGIC:
-      return "not a clocksync shared-memory segment (bad magic)";
-    case CLOCKSYNC_EVERSION:
-      return "unsupported shared-memory layout version";
-    case CLOCKSYNC_EBADSIZE:
-      return "shared-memory segment has the wrong size";
-    case CLOCKSYNC_EBUSY:
-      return "seqlock retry limit reached (writer busy)";
-    case CLOCKSYNC_ESTALE:
-      return "mapping is stale (daemon not updating); bound widened";
-    case CLOCKSYNC_ENOTSYNCED:
-      return "daemon is not synchronized yet";
-    case CLOCKSYNC_ENOMEM:
-      return "out of memory";
-    default:
-      return "unknown error";
-  }
-}
-
 const char* clocksync_open_error(void) { return open_error.c_str(); }
 
 }  // extern "C"

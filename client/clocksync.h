@@ -20,9 +20,11 @@
  * 64-byte cache line and a few arithmetic operations: no system call, no
  * allocation, no lock.
  *
- * All functions return 0 or a negative CLOCKSYNC_E* code. For
- * CLOCKSYNC_ESTALE and CLOCKSYNC_ENOTSYNCED the out-struct is still filled
- * (see the codes), for every other error it is left untouched.
+ * All functions return 0 or a negative CLOCKSYNC_E* code
+ * (client/clocksync_errors.h, shared with the tracer's C API; described by
+ * clocksync_strerror). For CLOCKSYNC_ESTALE and CLOCKSYNC_ENOTSYNCED the
+ * out-struct is still filled (see the codes), for every other error it is
+ * left untouched.
  *
  * The C++ API (client/clock.h) offers the same with absl::Status errors.
  */
@@ -31,39 +33,12 @@
 
 #include <stdint.h>
 
+#include "client/clocksync_errors.h"
 #include "shm/shm_layout.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* Error codes: 0 is success, every error is negative. */
-enum {
-  CLOCKSYNC_OK = 0,
-  /* A NULL pointer or an invalid option was passed. */
-  CLOCKSYNC_EINVAL = -1,
-  /* The segment file does not exist: no clocksyncd publishes at the path. */
-  CLOCKSYNC_ENODAEMON = -2,
-  /* open/fstat/mmap of the segment failed (e.g. permission denied). */
-  CLOCKSYNC_EIO = -3,
-  /* The file is not a clocksync segment (wrong magic). */
-  CLOCKSYNC_EBADMAGIC = -4,
-  /* The segment has a layout version this library does not read. */
-  CLOCKSYNC_EVERSION = -5,
-  /* The file is smaller than its header or its sizes are inconsistent. */
-  CLOCKSYNC_EBADSIZE = -6,
-  /* The seqlock retry limit was hit (a writer kept the section busy). */
-  CLOCKSYNC_EBUSY = -7,
-  /* The mapping was last updated longer ago than the staleness limit; the
-   * out-struct holds the extrapolated time with a widened bound and the
-   * CLOCKSYNC_STATUS_STALE flag. */
-  CLOCKSYNC_ESTALE = -8,
-  /* The daemon has no estimate of global time yet (UNSYNCED/UNSPECIFIED);
-   * the out-struct holds what the daemon published, with its status. */
-  CLOCKSYNC_ENOTSYNCED = -9,
-  /* Memory for the handle could not be allocated. */
-  CLOCKSYNC_ENOMEM = -10
-};
 
 /* One reading of global time. */
 typedef struct clocksync_time {
@@ -127,9 +102,6 @@ int clocksync_at(const clocksync_handle* handle, int64_t raw_ns,
 
 /* Host CLOCK_MONOTONIC_RAW now, in ns. */
 int64_t clocksync_raw_now_ns(void);
-
-/* A static description of an error code ("unknown error" for others). */
-const char* clocksync_strerror(int code);
 
 /* The message of the last failed clocksync_open* on the calling thread,
  * naming the path and the cause; "" if none failed. Valid until the next

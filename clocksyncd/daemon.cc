@@ -18,6 +18,7 @@
 #include "client/clock.h"
 #include "probe/address.h"
 #include "probe/raw_clock.h"
+#include "shm/model_file.h"
 #include "spdlog/spdlog.h"
 
 namespace clocksync {
@@ -175,15 +176,11 @@ absl::Status Daemon::Start() {
   publisher_.emplace(std::move(*publisher));
   if (model_) {
     // Test feature: local tracers stamp their events on this node's modeled
-    // clock, so they need its spec and origin (client/tracer.h).
-    const std::string path = config_.shm_path + ".model";
-    FILE* f = std::fopen(path.c_str(), "w");
-    if (f == nullptr) {
-      return absl::InternalError(absl::StrCat("cannot write ", path));
-    }
-    std::fprintf(f, "origin_raw_ns=%lld spec=%s\n",
-                 static_cast<long long>(start_raw_ns_), config_.clock_model.c_str());
-    std::fclose(f);
+    // clock, so they need its spec and origin (shm/model_file.h).
+    absl::Status written = shm::WriteModelFile(
+        shm::ModelFilePath(config_.shm_path),
+        shm::ModelFile{start_raw_ns_, config_.clock_model});
+    if (!written.ok()) return written;
   }
   absl::StatusOr<Clock> self = Clock::Open(config_.shm_path);
   if (!self.ok()) return self.status();

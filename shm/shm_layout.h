@@ -1,7 +1,8 @@
 /*
  * shm/shm_layout.h: the layout of clocksyncd's shared-memory segment, the
- * one definition that the daemon (writer, clocksyncd/shm_publisher.h) and the
- * client library (readers, client/clock.h, client/clocksync.h) both use.
+ * one definition that the daemon (writer, shm/shm_publisher.h) and the
+ * readers (shm/segment_reader.h, under client/clock.h, client/clocksync.h
+ * and the tracer) all use.
  *
  * The segment is a small file (default CLOCKSYNC_DEFAULT_SHM_PATH) that the
  * daemon creates at a temporary name, initializes and renames into place, so

@@ -1,6 +1,6 @@
 // shm/shm_publisher.h: ShmPublisher, the daemon's writer of the
 // shared-memory segment that client/clock.h reads (layout and seqlock
-// protocol: client/shm_layout.h; field by field: docs/SHM_LAYOUT.md).
+// protocol: shm/shm_layout.h; field by field: docs/SHM_LAYOUT.md).
 //
 // Example:
 //   absl::StatusOr<ShmPublisher> publisher = ShmPublisher::Open(shm_path);

@@ -1,6 +1,6 @@
 // trace/trace.h: the data model of a clocksync trace, one process at a time.
 //
-// A process's trace is what the in-process tracer (client/tracer*) records
+// A process's trace is what the in-process tracer (tracer/) records
 // and what the archive (trace/otf2_writer.h, trace/otf2_reader.h,
 // docs/TRACE_FORMAT.md) holds:
 //

@@ -1,5 +1,6 @@
 // tracer/clocksync_trace.cc: the C API of the tracer (clocksync_trace.h)
-// over clocksync::Tracer (tracer.h).
+// over clocksync::Tracer (tracer.h): options, absl::Status to CLOCKSYNC_E*
+// codes, the last error's message.
 
 #include "tracer/clocksync_trace.h"
 
@@ -36,27 +37,27 @@ int Fail(const absl::Status& status) {
   }
   switch (status.code()) {
     case absl::StatusCode::kOk:
-      return CS_TRACE_OK;
+      return CLOCKSYNC_OK;
     case absl::StatusCode::kInvalidArgument:
       // The environment's errors name the variable.
-      return status.message().find("CLOCKSYNC_") == 0 ? CS_TRACE_ECONFIG
-                                                       : CS_TRACE_EINVAL;
+      return status.message().find("CLOCKSYNC_") == 0 ? CLOCKSYNC_ECONFIG
+                                                       : CLOCKSYNC_EINVAL;
     case absl::StatusCode::kFailedPrecondition:
-      return Tracer::IsActive() ? CS_TRACE_EALREADY : CS_TRACE_ENOTINIT;
+      return Tracer::IsActive() ? CLOCKSYNC_EALREADY : CLOCKSYNC_ENOTINIT;
     case absl::StatusCode::kResourceExhausted:
-      return CS_TRACE_ENOMEM;
+      return CLOCKSYNC_ENOMEM;
     case absl::StatusCode::kUnavailable:
     case absl::StatusCode::kNotFound:
     case absl::StatusCode::kPermissionDenied:
     case absl::StatusCode::kAlreadyExists:
     default:
-      return CS_TRACE_EIO;
+      return CLOCKSYNC_EIO;
   }
 }
 
 // Why a recording call was refused (computed only when it was).
 int RecordError() {
-  return Tracer::IsActive() ? CS_TRACE_EINVAL : CS_TRACE_ENOTINIT;
+  return Tracer::IsActive() ? CLOCKSYNC_EINVAL : CLOCKSYNC_ENOTINIT;
 }
 
 }  // namespace
@@ -106,16 +107,16 @@ int cs_trace_init(const cs_trace_options* options) {
     o.read_environment = given.read_environment != 0;
     if (Tracer::IsActive()) {
       t_last_error = "tracer: already initialized";
-      return CS_TRACE_EALREADY;
+      return CLOCKSYNC_EALREADY;
     }
     const absl::Status status = Tracer::Init(o);
-    if (status.ok()) return CS_TRACE_OK;
+    if (status.ok()) return CLOCKSYNC_OK;
     const int code = Fail(status);
     // Init's preconditions are about files (a trace_dir that is not a
     // directory, an unreadable model file), not about the tracer's state.
-    return code == CS_TRACE_ENOTINIT ? CS_TRACE_EIO : code;
+    return code == CLOCKSYNC_ENOTINIT ? CLOCKSYNC_EIO : code;
   } catch (const std::bad_alloc&) {
-    return CS_TRACE_ENOMEM;
+    return CLOCKSYNC_ENOMEM;
   }
 }
 
@@ -123,36 +124,36 @@ int cs_trace_finalize(void) {
   t_last_error.clear();
   if (!Tracer::IsActive()) {
     t_last_error = "tracer: not initialized";
-    return CS_TRACE_ENOTINIT;
+    return CLOCKSYNC_ENOTINIT;
   }
   try {
     const absl::Status status = Tracer::Finalize();
-    if (status.ok()) return CS_TRACE_OK;
+    if (status.ok()) return CLOCKSYNC_OK;
     t_last_error = status.ToString();
-    return CS_TRACE_EIO;
+    return CLOCKSYNC_EIO;
   } catch (const std::bad_alloc&) {
-    return CS_TRACE_ENOMEM;
+    return CLOCKSYNC_ENOMEM;
   }
 }
 
 int32_t cs_trace_region_def(const char* name) {
   if (name == nullptr) {
     t_last_error = "cs_trace_region_def: name is NULL";
-    return CS_TRACE_EINVAL;
+    return CLOCKSYNC_EINVAL;
   }
   try {
     absl::StatusOr<uint32_t> id = Tracer::DefineRegion(name);
     if (!id.ok()) return Fail(id.status());
     return static_cast<int32_t>(*id);
   } catch (const std::bad_alloc&) {
-    return CS_TRACE_ENOMEM;
+    return CLOCKSYNC_ENOMEM;
   }
 }
 
 int32_t cs_trace_comm_def(const char* name, const int32_t* ranks, int32_t n) {
   if (name == nullptr || ranks == nullptr || n <= 0) {
     t_last_error = "cs_trace_comm_def: name or ranks NULL, or n <= 0";
-    return CS_TRACE_EINVAL;
+    return CLOCKSYNC_EINVAL;
   }
   try {
     absl::StatusOr<uint32_t> id = Tracer::DefineCommunicator(
@@ -160,24 +161,24 @@ int32_t cs_trace_comm_def(const char* name, const int32_t* ranks, int32_t n) {
     if (!id.ok()) return Fail(id.status());
     return static_cast<int32_t>(*id);
   } catch (const std::bad_alloc&) {
-    return CS_TRACE_ENOMEM;
+    return CLOCKSYNC_ENOMEM;
   }
 }
 
 int cs_trace_enter(uint32_t region) {
-  return Tracer::Enter(region) ? CS_TRACE_OK : RecordError();
+  return Tracer::Enter(region) ? CLOCKSYNC_OK : RecordError();
 }
 
 int cs_trace_leave(uint32_t region) {
-  return Tracer::Leave(region) ? CS_TRACE_OK : RecordError();
+  return Tracer::Leave(region) ? CLOCKSYNC_OK : RecordError();
 }
 
 int cs_trace_send(int32_t peer, uint32_t tag, uint64_t bytes, uint32_t comm) {
-  return Tracer::Send(peer, tag, bytes, comm) ? CS_TRACE_OK : RecordError();
+  return Tracer::Send(peer, tag, bytes, comm) ? CLOCKSYNC_OK : RecordError();
 }
 
 int cs_trace_recv(int32_t peer, uint32_t tag, uint64_t bytes, uint32_t comm) {
-  return Tracer::Recv(peer, tag, bytes, comm) ? CS_TRACE_OK : RecordError();
+  return Tracer::Recv(peer, tag, bytes, comm) ? CLOCKSYNC_OK : RecordError();
 }
 
 int cs_trace_collective_begin(cs_trace_collective kind, uint32_t comm,
@@ -185,7 +186,7 @@ int cs_trace_collective_begin(cs_trace_collective kind, uint32_t comm,
   return Tracer::CollectiveBegin(
              static_cast<clocksync::trace::CollectiveKind>(kind), comm, root,
              bytes_sent)
-             ? CS_TRACE_OK
+             ? CLOCKSYNC_OK
              : RecordError();
 }
 
@@ -194,7 +195,7 @@ int cs_trace_collective_end(cs_trace_collective kind, uint32_t comm,
   return Tracer::CollectiveEnd(
              static_cast<clocksync::trace::CollectiveKind>(kind), comm, root,
              bytes_received)
-             ? CS_TRACE_OK
+             ? CLOCKSYNC_OK
              : RecordError();
 }
 
@@ -202,38 +203,15 @@ int cs_trace_timesync(void) {
   t_last_error.clear();
   try {
     const absl::Status status = Tracer::Timesync();
-    if (status.ok()) return CS_TRACE_OK;
+    if (status.ok()) return CLOCKSYNC_OK;
     t_last_error = status.ToString();
     if (status.code() == absl::StatusCode::kFailedPrecondition &&
         !Tracer::IsActive()) {
-      return CS_TRACE_ENOTINIT;
+      return CLOCKSYNC_ENOTINIT;
     }
-    return CS_TRACE_ENOMASTER;
+    return CLOCKSYNC_ENOMASTER;
   } catch (const std::bad_alloc&) {
-    return CS_TRACE_ENOMEM;
-  }
-}
-
-const char* cs_trace_strerror(int code) {
-  switch (code) {
-    case CS_TRACE_OK:
-      return "success";
-    case CS_TRACE_EINVAL:
-      return "invalid argument";
-    case CS_TRACE_ENOTINIT:
-      return "tracer not initialized";
-    case CS_TRACE_EALREADY:
-      return "tracer already initialized";
-    case CS_TRACE_EIO:
-      return "trace cannot be written";
-    case CS_TRACE_ECONFIG:
-      return "bad CLOCKSYNC_* environment variable";
-    case CS_TRACE_ENOMASTER:
-      return "master not configured or not answering";
-    case CS_TRACE_ENOMEM:
-      return "out of memory or limit reached";
-    default:
-      return "unknown error";
+    return CLOCKSYNC_ENOMEM;
   }
 }
 

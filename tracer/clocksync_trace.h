@@ -1,6 +1,6 @@
 /*
  * tracer/clocksync_trace.h: the C API of clocksync's in-process tracer (the
- * C++ API, with the full description, is client/tracer.h).
+ * C++ API, with the full description, is tracer/tracer.h).
  *
  *   cs_trace_options options;
  *   cs_trace_options_init(&options);
@@ -18,15 +18,13 @@
  *   cs_trace_timesync();
  *   cs_trace_finalize();
  *
- * Environment variables override the options (CLOCKSYNC_TRACE_DIR,
- * CLOCKSYNC_TRACE_NAME, CLOCKSYNC_TRACE_RANK, CLOCKSYNC_TRACE_WORLD_SIZE,
- * CLOCKSYNC_SHM, CLOCKSYNC_NODE_ID, CLOCKSYNC_MASTER_PROBE,
- * CLOCKSYNC_SYNC_MAX_MESSAGES, CLOCKSYNC_SYNC_MAX_DURATION_MS,
- * CLOCKSYNC_SYNC_PERIOD_MS, CLOCKSYNC_TRACE_BUFFER_EVENTS,
- * CLOCKSYNC_TRACE_SIGNALS, CLOCKSYNC_CLOCK_MODEL_FILE,
- * CLOCKSYNC_TRUTH_MASTER_SHM) unless read_environment is 0.
+ * CLOCKSYNC_* environment variables override the options unless
+ * read_environment is 0; docs/TRACER.md lists them.
  *
- * All functions return 0 (or an id >= 0) or a negative CS_TRACE_E* code.
+ * All functions return 0 (or an id >= 0) or a negative CLOCKSYNC_E* code
+ * (client/clocksync_errors.h, the codes of clocksync's C APIs; described by
+ * clocksync_strerror). cs_trace_last_error() says what failed.
+ *
  * The recording functions (enter, leave, send, recv, collective_begin/end)
  * take no lock, allocate nothing and make no system call beyond the vDSO
  * clock read in steady state; they are thread-safe. init and finalize must
@@ -37,34 +35,11 @@
 
 #include <stdint.h>
 
+#include "client/clocksync_errors.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* Error codes: 0 is success, every error is negative. */
-enum {
-  CS_TRACE_OK = 0,
-  /* A NULL pointer, an undefined region or communicator, a peer or root
-   * outside the communicator, a collective end without a begin, or an
-   * invalid option. */
-  CS_TRACE_EINVAL = -1,
-  /* The tracer is not initialized (or was finalized). */
-  CS_TRACE_ENOTINIT = -2,
-  /* cs_trace_init while the tracer is already initialized. */
-  CS_TRACE_EALREADY = -3,
-  /* The trace cannot be written: unwritable directory, disk full, an
-   * archive directory that is not empty (cs_trace_last_error names the
-   * path). */
-  CS_TRACE_EIO = -4,
-  /* A CLOCKSYNC_* environment variable has a bad value (named by
-   * cs_trace_last_error). */
-  CS_TRACE_ECONFIG = -5,
-  /* cs_trace_timesync: no master is configured or it did not answer; an
-   * empty session was recorded. Tracing goes on. */
-  CS_TRACE_ENOMASTER = -6,
-  /* Out of memory, or a limit (e.g. communicators) reached. */
-  CS_TRACE_ENOMEM = -7
-};
 
 /* The world communicator: every rank of the program, in order. */
 #define CS_TRACE_COMM_WORLD 0u
@@ -125,24 +100,31 @@ typedef struct cs_trace_options {
 /* Fills *options with the defaults. */
 void cs_trace_options_init(cs_trace_options* options);
 
-/* Starts tracing (NULL: defaults). 0, or CS_TRACE_EALREADY, CS_TRACE_EINVAL,
- * CS_TRACE_ECONFIG, CS_TRACE_EIO, CS_TRACE_ENOMEM; cs_trace_last_error()
- * explains. */
+/* Starts tracing (NULL: defaults). 0, or CLOCKSYNC_EALREADY,
+ * CLOCKSYNC_EINVAL, CLOCKSYNC_ECONFIG (a bad CLOCKSYNC_* variable),
+ * CLOCKSYNC_EIO (the trace cannot be written: an unwritable directory, an
+ * archive directory that is not empty), CLOCKSYNC_ENOMEM;
+ * cs_trace_last_error() explains. */
 int cs_trace_init(const cs_trace_options* options);
 
-/* Stops tracing and completes the archive. 0, CS_TRACE_ENOTINIT, or
- * CS_TRACE_EIO when (part of) the trace could not be written. */
+/* Stops tracing and completes the archive. 0, CLOCKSYNC_ENOTINIT, or
+ * CLOCKSYNC_EIO when (part of) the trace could not be written (a full
+ * disk). */
 int cs_trace_finalize(void);
 
 /* Defines a region; returns its id (>= 0; the same for the same name) or a
- * negative code. */
+ * negative code (CLOCKSYNC_EINVAL, CLOCKSYNC_ENOTINIT, CLOCKSYNC_ENOMEM). */
 int32_t cs_trace_region_def(const char* name);
 
 /* Defines a communicator of `n` ranks: ranks[i] is the program rank of its
- * rank i. Returns its id (>= 1) or a negative code. */
+ * rank i. Returns its id (>= 1) or a negative code (CLOCKSYNC_EINVAL for
+ * bad ranks, CLOCKSYNC_ENOTINIT, CLOCKSYNC_ENOMEM beyond 1023). */
 int32_t cs_trace_comm_def(const char* name, const int32_t* ranks, int32_t n);
 
-/* Recording. `peer` and `root` are ranks within `comm`; root -1: none. */
+/* Recording. `peer` and `root` are ranks within `comm`; root -1: none.
+ * 0, CLOCKSYNC_ENOTINIT, or CLOCKSYNC_EINVAL (an undefined region or
+ * communicator, a peer or root outside the communicator, a collective end
+ * without a begin; nothing recorded). */
 int cs_trace_enter(uint32_t region);
 int cs_trace_leave(uint32_t region);
 int cs_trace_send(int32_t peer, uint32_t tag, uint64_t bytes, uint32_t comm);
@@ -153,11 +135,10 @@ int cs_trace_collective_end(cs_trace_collective kind, uint32_t comm,
                             int32_t root, uint64_t bytes_received);
 
 /* Runs a sync session with the master now (blocks up to
- * sync_max_duration_ns). 0, CS_TRACE_ENOTINIT or CS_TRACE_ENOMASTER. */
+ * sync_max_duration_ns). 0, CLOCKSYNC_ENOTINIT or CLOCKSYNC_ENOMASTER (no
+ * master configured, or it did not answer: an empty session is recorded
+ * and tracing goes on). */
 int cs_trace_timesync(void);
-
-/* A static description of an error code ("unknown error" for others). */
-const char* cs_trace_strerror(int code);
 
 /* The message of the last failed cs_trace_init, cs_trace_finalize,
  * cs_trace_*_def or cs_trace_timesync on the calling thread; "" if none.

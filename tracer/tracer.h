@@ -1,5 +1,6 @@
 // tracer/tracer.h: clocksync's in-process tracer (C++ API), in the spirit of
-// the Intel Trace Collector's VT API. The C API is client/clocksync_trace.h.
+// the Intel Trace Collector's VT API. The C API is tracer/clocksync_trace.h;
+// settings and environment variables: docs/TRACER.md.
 //
 // The tracer records what a program does (regions entered and left,
 // messages sent and received, collective operations) with compact 51+13-bit
@@ -52,8 +53,8 @@
 // Clocks. Events are stamped with the node's local clock: normally the
 // host's CLOCK_MONOTONIC_RAW (local == raw). When the node's clocksyncd runs
 // a modeled clock (test feature --clock_model), it leaves
-// `<shm_path>.model` ("origin_raw_ns=<int64> spec=<hull clock model spec>")
-// beside its segment; the tracer then stamps events with that same modeled
+// `<shm_path>.model` ("origin_raw_ns=<int64> spec=<hull clock model spec>",
+// shm/model_file.h) beside its segment; the tracer then stamps events with that same modeled
 // clock, local(raw) = origin + ModeledClock(spec).LocalAt(raw - origin), so
 // that the post-mortem corrections have real offsets and drifts to correct,
 // and with truth_master_shm it records the ground truth.
@@ -100,64 +101,62 @@
 
 namespace clocksync {
 
-// Configuration of the tracer. Every field can be overridden by an
-// environment variable (ApplyTracerEnvironment; Init applies them unless
-// read_environment is false). A bad value is an error naming the variable.
+// Configuration of the tracer. Most fields can be overridden by a
+// CLOCKSYNC_* environment variable (Init applies them unless
+// read_environment is false); the one table of them is in
+// tracer/options.cc, documented in docs/TRACER.md. A bad value is an error
+// naming the variable and the value.
 struct TracerOptions {
   // Directory the archive goes into (created if missing, one level).
-  // CLOCKSYNC_TRACE_DIR.
   std::string trace_dir = ".";
   // Archive name; the archive is <trace_dir>/<name>.r<rank>. Empty: the
-  // program's name. CLOCKSYNC_TRACE_NAME.
+  // program's name.
   std::string name;
   // This process's rank in the program (0..world_size-1).
-  // CLOCKSYNC_TRACE_RANK.
   int32_t rank = 0;
   // Ranks in the program (the world communicator, id 0); 0: unknown (the
-  // world then lists the ranks seen). CLOCKSYNC_TRACE_WORLD_SIZE.
+  // world then lists the ranks seen).
   int32_t world_size = 0;
-  // The node's clocksyncd segment. CLOCKSYNC_SHM.
+  // The node's clocksyncd segment.
   std::string shm_path = CLOCKSYNC_DEFAULT_SHM_PATH;
   // clocksyncd node id, for the trace's process info ("" unknown).
-  // CLOCKSYNC_NODE_ID.
   std::string node_id;
-  // Test feature: the modeled-clock side file. Empty: <shm_path>.model if
-  // it exists; "none": never a model. CLOCKSYNC_CLOCK_MODEL_FILE.
+  // Test feature: the modeled-clock side file (shm/model_file.h). Empty:
+  // <shm_path>.model if it exists; "none": never a model.
   std::string clock_model_file;
   // Test feature: the master's segment, read at init for the ground truth
   // (global = raw + offset). Empty: no ground truth.
-  // CLOCKSYNC_TRUTH_MASTER_SHM.
   std::string truth_master_shm;
   // The master's probe address "host:port" for sync sessions. Empty: no
-  // sync sessions (a warning at init). CLOCKSYNC_MASTER_PROBE.
+  // sync sessions (a warning at init).
   std::string master_probe;
   // The tree's shared probe key file (clocksyncd --probe_key_file), when
   // the master authenticates probes. Empty: none.
-  // CLOCKSYNC_PROBE_KEY_FILE.
   std::string probe_key_file;
   // Most exchanges per sync session (0: sessions are empty).
-  // CLOCKSYNC_SYNC_MAX_MESSAGES.
   int32_t sync_max_messages = 100;
-  // Longest sync session, ns. CLOCKSYNC_SYNC_MAX_DURATION_MS (in ms).
+  // Longest sync session, ns (its variable is in ms).
   int64_t sync_max_duration_ns = 1'000'000'000;
-  // Longest wait for one reply before the next request, ns.
+  // Longest wait for one reply before the next request, ns (no variable).
   int64_t sync_reply_timeout_ns = 100'000'000;
-  // Period of background sync sessions, ns; 0: none.
-  // CLOCKSYNC_SYNC_PERIOD_MS (in ms).
+  // Period of background sync sessions, ns (its variable is in ms); 0:
+  // none.
   int64_t sync_period_ns = 0;
   // Events per thread buffer (40 bytes each; each recording thread has two
   // once its first buffer filled, one being written while it records into
-  // the other). 16..2^26. CLOCKSYNC_TRACE_BUFFER_EVENTS.
+  // the other). 16..2^26.
   int64_t buffer_events = 65536;
-  // Complete the archive on SIGSEGV, SIGABRT, SIGINT, SIGTERM.
-  // CLOCKSYNC_TRACE_SIGNALS (0 or 1).
+  // Complete the archive on fatal signals (see "Fail-safe" above).
   bool install_signal_handlers = true;
-  // Let CLOCKSYNC_* variables override the fields above at Init.
+  // Let CLOCKSYNC_* variables override the fields above at Init (no
+  // variable).
   bool read_environment = true;
 };
 
-// Overrides fields of *options from the CLOCKSYNC_* variables listed above.
-// InvalidArgument names the variable and the bad value.
+// Overrides fields of *options from the CLOCKSYNC_* variables
+// (docs/TRACER.md). InvalidArgument names the variable and the bad value:
+// "CLOCKSYNC_TRACE_BUFFER_EVENTS: expected an integer in 16..67108864, got
+// 'lots'".
 absl::Status ApplyTracerEnvironment(TracerOptions* options);
 
 // Counters of the current (or last) tracing session.

@@ -653,7 +653,7 @@ TEST_F(TracerTest, EnvironmentOverridesAndBadValuesNameTheVariable) {
   EXPECT_FALSE(Tracer::IsActive());
   cs_trace_options c;
   cs_trace_options_init(&c);
-  EXPECT_EQ(cs_trace_init(&c), CS_TRACE_ECONFIG);
+  EXPECT_EQ(cs_trace_init(&c), CLOCKSYNC_ECONFIG);
   EXPECT_NE(std::string(cs_trace_last_error())
                 .find("CLOCKSYNC_SYNC_MAX_DURATION_MS"),
             std::string::npos);
@@ -695,31 +695,32 @@ TEST_F(TracerTest, CApiRecordsLikeTheCppApi) {
   c.shm_path = shm.c_str();
   c.sync_max_messages = 0;
   c.read_environment = 0;
-  EXPECT_EQ(cs_trace_enter(0), CS_TRACE_ENOTINIT);
-  ASSERT_EQ(cs_trace_init(&c), CS_TRACE_OK) << cs_trace_last_error();
-  EXPECT_EQ(cs_trace_init(&c), CS_TRACE_EALREADY);
+  EXPECT_EQ(cs_trace_enter(0), CLOCKSYNC_ENOTINIT);
+  ASSERT_EQ(cs_trace_init(&c), CLOCKSYNC_OK) << cs_trace_last_error();
+  EXPECT_EQ(cs_trace_init(&c), CLOCKSYNC_EALREADY);
   const int32_t region = cs_trace_region_def("c_region");
   ASSERT_GE(region, 0);
   const int32_t ranks[] = {1, 0};
   const int32_t comm = cs_trace_comm_def("swapped", ranks, 2);
   ASSERT_EQ(comm, 1);
-  EXPECT_EQ(cs_trace_comm_def("bad", ranks, 0), CS_TRACE_EINVAL);
-  EXPECT_EQ(cs_trace_enter(static_cast<uint32_t>(region)), CS_TRACE_OK);
-  EXPECT_EQ(cs_trace_send(1, 3, 10, CS_TRACE_COMM_WORLD), CS_TRACE_OK);
-  EXPECT_EQ(cs_trace_recv(0, 3, 10, static_cast<uint32_t>(comm)), CS_TRACE_OK);
-  EXPECT_EQ(cs_trace_collective_begin(CS_TRACE_BARRIER, 0, -1, 0), CS_TRACE_OK);
-  EXPECT_EQ(cs_trace_collective_end(CS_TRACE_BARRIER, 0, -1, 0), CS_TRACE_OK);
+  EXPECT_EQ(cs_trace_comm_def("bad", ranks, 0), CLOCKSYNC_EINVAL);
+  EXPECT_EQ(cs_trace_enter(static_cast<uint32_t>(region)), CLOCKSYNC_OK);
+  EXPECT_EQ(cs_trace_send(1, 3, 10, CS_TRACE_COMM_WORLD), CLOCKSYNC_OK);
+  EXPECT_EQ(cs_trace_recv(0, 3, 10, static_cast<uint32_t>(comm)), CLOCKSYNC_OK);
+  EXPECT_EQ(cs_trace_collective_begin(CS_TRACE_BARRIER, 0, -1, 0),
+            CLOCKSYNC_OK);
+  EXPECT_EQ(cs_trace_collective_end(CS_TRACE_BARRIER, 0, -1, 0), CLOCKSYNC_OK);
   EXPECT_EQ(cs_trace_collective_end(CS_TRACE_BARRIER, 0, -1, 0),
-            CS_TRACE_EINVAL);
-  EXPECT_EQ(cs_trace_leave(static_cast<uint32_t>(region)), CS_TRACE_OK);
-  EXPECT_EQ(cs_trace_leave(99), CS_TRACE_EINVAL);
-  EXPECT_EQ(cs_trace_timesync(), CS_TRACE_ENOMASTER);
+            CLOCKSYNC_EINVAL);
+  EXPECT_EQ(cs_trace_leave(static_cast<uint32_t>(region)), CLOCKSYNC_OK);
+  EXPECT_EQ(cs_trace_leave(99), CLOCKSYNC_EINVAL);
+  EXPECT_EQ(cs_trace_timesync(), CLOCKSYNC_ENOMASTER);
   EXPECT_STRNE(cs_trace_last_error(), "");
-  EXPECT_EQ(cs_trace_finalize(), CS_TRACE_OK);
-  EXPECT_EQ(cs_trace_finalize(), CS_TRACE_ENOTINIT);
-  EXPECT_STREQ(cs_trace_strerror(CS_TRACE_ENOMASTER),
+  EXPECT_EQ(cs_trace_finalize(), CLOCKSYNC_OK);
+  EXPECT_EQ(cs_trace_finalize(), CLOCKSYNC_ENOTINIT);
+  EXPECT_STREQ(clocksync_strerror(CLOCKSYNC_ENOMASTER),
                "master not configured or not answering");
-  EXPECT_STREQ(cs_trace_strerror(12345), "unknown error");
+  EXPECT_STREQ(clocksync_strerror(12345), "unknown error");
 
   auto read = trace::ReadProcessTrace(options_.trace_dir + "/capp.r0");
   ASSERT_TRUE(read.ok()) << read.status();

@@ -1,0 +1,120 @@
+// tracer/session.h: one tracing session (Init .. Finalize) and what owns
+// it: TracingSession holds the options, the segment mapping, the records,
+// the threads, the archive writer, the sync sessions and the service thread
+// (the segment watch, periodic sync sessions, SIGINT/SIGTERM). The
+// process-wide pointer to the active session and the lifecycle lock are
+// here too.
+//
+// Locks (never nested except in the fatal-signal path, which only tries):
+//   g_lifecycle_mutex          Init, Finalize, thread attach and thread exit
+//   ArchiveWriter's mutex      the archive (flushes, Finish)
+//   TraceRecords' mutex        definitions, mapping records, sessions
+//   SyncSessionRunner's mutex  one sync session at a time
+#ifndef CLOCKSYNC_TRACER_SESSION_H_
+#define CLOCKSYNC_TRACER_SESSION_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "absl/status/status.h"
+#include "probe/auth.h"
+#include "shm/segment_reader.h"
+#include "trace/otf2_writer.h"
+#include "trace/trace.h"
+#include "tracer/local_clock.h"
+#include "tracer/sync_session.h"
+#include "tracer/thread_buffers.h"
+#include "tracer/trace_records.h"
+#include "tracer/tracer.h"
+#include "tracer/writer_thread.h"
+
+namespace clocksync {
+namespace tracer {
+
+// What Init prepared for a session.
+struct SessionParts {
+  TracerOptions options;
+  trace::ProcessInfo info;
+  std::optional<ClockModel> model;
+  std::optional<trace::GroundTruth> truth;
+  std::optional<probe::ProbeKeys> probe_key;
+  std::unique_ptr<shm::SegmentReader> segment;  // reserved, maybe mapped
+  std::unique_ptr<trace::Otf2Writer> writer;
+};
+
+class TracingSession {
+ public:
+  TracingSession(SessionParts parts, uint64_t generation);
+  TracingSession(const TracingSession&) = delete;
+  TracingSession& operator=(const TracingSession&) = delete;
+  ~TracingSession();
+
+  uint64_t generation() const { return generation_; }
+  const TracerOptions& options() const { return options_; }
+  const shm::SegmentReader& segment() const { return *segment_; }
+  TraceRecords& records() { return records_; }
+  ThreadRegistry& threads() { return threads_; }
+  ArchiveWriter& archive() { return archive_; }
+
+  // The segment's sequence word changed under `state`: read the mapping
+  // and record it if it differs from the last one recorded.
+  void NoteMappingChange(ThreadState* state);
+  // Records the mapping now, from a thread without a ThreadState (Init,
+  // the service thread).
+  void NoteMappingChangeCold();
+
+  // Runs one sync session and stores it (also when empty). Unavailable
+  // when the master did not answer; OK without a master (nothing run).
+  absl::Status RunSession(trace::SyncSessionKind kind);
+
+  // Starts the service thread and the writer thread (with every signal
+  // blocked, so that asynchronous ones go to the program's threads).
+  absl::Status StartThreads();
+  // Stops the service thread, then the writer thread.
+  void StopThreads();
+
+  // The bad arguments the recording functions refused.
+  void AddRejected() {
+    events_rejected_.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  TracerStats Stats();
+
+ private:
+  void ServiceLoop();
+  void WatchSegment(int64_t raw_now_ns);
+  void PublishRemap();
+
+  const TracerOptions options_;
+  const trace::ProcessInfo info_;
+  const bool has_model_;
+  const std::unique_ptr<shm::SegmentReader> segment_;
+  const uint64_t generation_;
+  TraceRecords records_;
+  ThreadRegistry threads_;
+  ArchiveWriter archive_;
+  SyncSessionRunner sync_;
+
+  std::mutex cold_clock_mutex_;
+  LocalClock cold_clock_;  // the local clock for threads without a state
+
+  std::atomic<uint64_t> events_rejected_{0};
+
+  int eventfd_ = -1;
+  std::atomic<bool> stop_service_{false};
+  std::thread service_;
+};
+
+// The active session; nullptr while none is.
+extern std::atomic<TracingSession*> g_session;
+// Init, Finalize, thread attach and thread exit.
+extern std::mutex g_lifecycle_mutex;
+
+}  // namespace tracer
+}  // namespace clocksync
+
+#endif  // CLOCKSYNC_TRACER_SESSION_H_
