@@ -1,4 +1,4 @@
-// Daemon: see daemon.h.
+// clocksyncd/daemon.cc: Daemon: see daemon.h.
 
 #include "clocksyncd/daemon.h"
 
@@ -17,6 +17,7 @@
 
 #include "client/clock.h"
 #include "probe/address.h"
+#include "shm/path_lock.h"
 #include "probe/raw_clock.h"
 #include "shm/model_file.h"
 #include "spdlog/spdlog.h"
@@ -171,6 +172,10 @@ absl::Status Daemon::Start() {
     probe::ParseDelayInjection(config_.inject_delay, &delay, &error);
   }
 
+  // One daemon per segment: a second one would replace ours and remove it.
+  absl::StatusOr<ShmPathLock> lock = ShmPathLock::Acquire(config_.shm_path);
+  if (!lock.ok()) return lock.status();
+  shm_lock_.emplace(std::move(*lock));
   absl::StatusOr<ShmPublisher> publisher = ShmPublisher::Open(config_.shm_path);
   if (!publisher.ok()) return publisher.status();
   publisher_.emplace(std::move(*publisher));
@@ -655,11 +660,12 @@ void Daemon::Shutdown() {
   if (publisher_) {
     publisher_->Close();
     publisher_.reset();
-    if (model_) std::remove((config_.shm_path + ".model").c_str());
+    if (model_) std::remove(shm::ModelFilePath(config_.shm_path).c_str());
     if (!config_.status_file.empty()) std::remove(config_.status_file.c_str());
     spdlog::info("clocksyncd {}: stopped, {} removed", config_.node_id,
                  config_.shm_path);
   }
+  shm_lock_.reset();
 }
 
 }  // namespace clocksync

@@ -1,3 +1,5 @@
+// clocksyncd/daemon.h
+//
 // Daemon: one clocksyncd node. A master publishes its own clock as global
 // time; any other node probes its parent continuously, feeds the samples to
 // the adaptive two-hull estimator, slews the result into the mapping it
@@ -32,6 +34,7 @@
 #include "probe/delay_injection.h"
 #include "probe/requester.h"
 #include "probe/responder.h"
+#include "shm/path_lock.h"
 #include "shm/shm_publisher.h"
 #include "clocksyncd/status_service.h"
 #include "hull/estimator.h"
@@ -141,6 +144,7 @@ class Daemon {
   int64_t realtime_offset_ns_ = 0;  // Master: global = raw + offset.
   std::optional<hull::ModeledClock> model_;
   std::unique_ptr<probe::LocalClock> local_clock_;
+  std::optional<ShmPathLock> shm_lock_;  // Held while we publish.
   std::optional<ShmPublisher> publisher_;
   std::unique_ptr<PublishedTime> published_time_;
   std::unique_ptr<probe::ProbeResponder> responder_;

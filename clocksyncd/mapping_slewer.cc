@@ -1,4 +1,4 @@
-// MappingSlewer: see mapping_slewer.h.
+// clocksyncd/mapping_slewer.cc: MappingSlewer: see mapping_slewer.h.
 
 #include "clocksyncd/mapping_slewer.h"
 

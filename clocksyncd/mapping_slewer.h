@@ -1,3 +1,5 @@
+// clocksyncd/mapping_slewer.h
+//
 // MappingSlewer: turns the estimator's successive answers into the mapping
 // the daemon publishes, so that global time read from shared memory stays
 // continuous and monotonic: corrections are slewed in at a bounded rate (as

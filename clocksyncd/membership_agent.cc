@@ -1,4 +1,4 @@
-// MembershipAgent: see membership_agent.h.
+// clocksyncd/membership_agent.cc: MembershipAgent: see membership_agent.h.
 
 #include "clocksyncd/membership_agent.h"
 

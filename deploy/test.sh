@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Installs what the build needs (deploy/setup.sh), then runs every test:
+#   0. tools/layout/check_layout.py           (the dependency rule, file sizes)
 #   1. bazel test //...                       (all unit, scenario, integration)
 #   2. the same under AddressSanitizer        (--config=asan)
 #   3. concurrent code under ThreadSanitizer  (--config=tsan, tests tagged tsan)
@@ -8,6 +9,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 deploy/setup.sh
+
+echo "== layout (docs/ARCHITECTURE.md, 'Layout rules')"
+python3 tools/layout/check_layout.py
 
 echo "== bazel test //..."
 bazel test //...

@@ -1,3 +1,5 @@
+// hull/estimator_benchmark.cc
+//
 // Cost per sample of TwoHullEstimator::Add + Estimate in steady state (the
 // window full and sliding), at windows of 300 to 300,000 samples (1 kHz
 // probes, window 0.3 s to 300 s), beside a naive estimator that rebuilds

@@ -1,3 +1,5 @@
+// hull/separation.cc
+//
 // Exact separation of the request and response hulls; see separation.h.
 //
 // Notation: for a slope b, the support of the lower side is the request

@@ -1,3 +1,5 @@
+// hull/separation.h
+//
 // Lines that separate a lower hull (of request points, which lie above every
 // consistent line) from an upper hull (of response points, which lie below).
 //

@@ -1,3 +1,5 @@
+// hull/sliding_hull.cc
+//
 // SlidingHull: see sliding_hull.h for the two-part (queue of two stacks)
 // scheme and its amortized costs.
 

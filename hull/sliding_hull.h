@@ -1,3 +1,5 @@
+// hull/sliding_hull.h
+//
 // SlidingHull: one convex chain (lower or upper) over a first-in first-out
 // window of points whose x strictly increases.
 //

@@ -1,4 +1,4 @@
-// ModeledClock: see clock_model.h.
+// hull/sim/clock_model.cc: ModeledClock: see clock_model.h.
 
 #include "hull/sim/clock_model.h"
 

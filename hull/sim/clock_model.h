@@ -1,3 +1,5 @@
+// hull/sim/clock_model.h
+//
 // ModeledClock: a local clock as a known function of true time, for
 // measuring synchronization against a known truth on one machine.
 //

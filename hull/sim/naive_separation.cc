@@ -1,3 +1,5 @@
+// hull/sim/naive_separation.cc
+//
 // The obvious O(n^3) reference; see naive_separation.h.
 
 #include "hull/sim/naive_separation.h"

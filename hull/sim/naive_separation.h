@@ -1,3 +1,5 @@
+// hull/sim/naive_separation.h
+//
 // A slow, obvious reference for separation.h, for tests only: it treats the
 // window as a linear program over every point (no hulls) and enumerates all
 // candidate slopes (every pairwise slope of all points). O(n^3).

@@ -1,4 +1,4 @@
-// ProbeSimulator: see probe_simulator.h.
+// hull/sim/probe_simulator.cc: ProbeSimulator: see probe_simulator.h.
 
 #include "hull/sim/probe_simulator.h"
 

@@ -1,3 +1,5 @@
+// hull/sim/probe_simulator.h
+//
 // ProbeSimulator: probe samples between a parent whose clock is true global
 // time and a child on a ModeledClock, with modeled network delays, loss and
 // outages, each sample with its truth. Pure math, seeded, reproducible.

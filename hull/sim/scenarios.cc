@@ -1,4 +1,4 @@
-// The standard scenarios; see scenarios.h.
+// hull/sim/scenarios.cc: The standard scenarios; see scenarios.h.
 
 #include "hull/sim/scenarios.h"
 

@@ -1,3 +1,5 @@
+// hull/sim/scenarios.h
+//
 // The standard simulation scenarios (numbered as chrony's test/simulation
 // ones are): each a modeled clock, a network and a probe schedule with a
 // known truth. The scenario tests check the estimator on every one;

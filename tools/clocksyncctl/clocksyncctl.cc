@@ -1,3 +1,5 @@
+// tools/clocksyncctl/clocksyncctl.cc
+//
 // clocksyncctl — asks a clocksyncd node, over its gRPC service, how well it
 // is synchronized: `status` (chronyc-tracking-like), `watch`, `tree` (its
 // subtree), `sources` (its ancestors), `wait` (until synchronized within a

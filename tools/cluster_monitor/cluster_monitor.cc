@@ -1,3 +1,5 @@
+// tools/cluster_monitor/cluster_monitor.cc
+//
 // cluster_monitor — the local cluster demo's live view. Every daemon on this
 // host publishes its raw→global mapping in shared memory and all of them read
 // the same CLOCK_MONOTONIC_RAW, so a node's true error is its global time

@@ -1,4 +1,4 @@
-// Replay: see replay.h.
+// tools/replay/replay.cc: Replay: see replay.h.
 
 #include "tools/replay/replay.h"
 

@@ -1,3 +1,5 @@
+// tools/replay/replay.h
+//
 // Replay of recorded probe samples through the TwoHullEstimator: the CSV
 // format, its parser (errors name the line), and the accuracy summary when
 // the samples carry their truth. The //tools/replay:replay tool is a thin main()

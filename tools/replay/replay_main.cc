@@ -1,3 +1,5 @@
+// tools/replay/replay_main.cc
+//
 // //tools/replay:replay — feeds recorded probe samples to the two-hull estimator and
 // writes the estimate after each sample. See tools/replay/replay.h for the formats.
 

@@ -1,3 +1,5 @@
+// tools/simulate/simulate_main.cc
+//
 // //tools/simulate:simulate — writes a standard scenario's probe samples, with their
 // truth, as a CSV that //tools/replay:replay reads.
 

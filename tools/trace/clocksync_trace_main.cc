@@ -1,3 +1,5 @@
+// tools/trace/clocksync_trace_main.cc
+//
 // clocksync-trace: merge, compare, export, profile and lod of clocksync trace
 // archives (one per process, written by the tracer through
 // trace/otf2_writer.h). docs/TRACE_FORMAT.md describes the archives and

@@ -1,3 +1,5 @@
+// tools/trace/make_synthetic_trace.cc
+//
 // Test-only: writes the synthetic two-process trace of
 // trace/synthetic_trace.h under the directory given, and prints its known
 // answers as key=value lines (for tools/trace/clocksync_trace_test.sh).
