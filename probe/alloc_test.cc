@@ -75,13 +75,17 @@ void RunAndCount(const DelayInjection& delay, uint64_t* serve_allocations,
   for (int i = 0; i < 200; ++i) {
     if (!(*requester)->SendProbe().ok()) break;
     const int64_t deadline = RawNowNs() + 2'000'000'000;
-    const uint64_t want = replies + 1;
-    while (replies < want && RawNowNs() < deadline) {
+    // Interleaved: a reply delivers the previous exchange, so wait for the
+    // reply itself (the answered counter), not for a delivery.
+    const uint64_t want = (*requester)->counters().answered.load() + 1;
+    while ((*requester)->counters().answered.load() < want &&
+           RawNowNs() < deadline) {
       if (!(*requester)->Poll(50, [&](const ProbeResult&) { ++replies; }).ok()) {
         break;
       }
     }
   }
+  (*requester)->Flush([&](const ProbeResult&) { ++replies; });
   CountAllocations(false);
   *requester_allocations = CountedAllocations();
   ResetCount();

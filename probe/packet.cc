@@ -10,7 +10,10 @@ namespace {
 
 static_assert(kProbeOffsetReserved == 66 && kProbePacketSize == 96,
               "layout changed: update docs/PROBE_PROTOCOL.md");
-static_assert(static_cast<size_t>(DecodeStatus::kUnexpectedMac) + 1 ==
+static_assert(kProbeOffsetPrevNonce == 72 && kProbeOffsetPrevT3 == 80 &&
+                  kProbeOffsetMacV2 + kProbeMacSize == kProbePacketSize,
+              "layout changed: update docs/PROBE_PROTOCOL.md");
+static_assert(static_cast<size_t>(DecodeStatus::kStrayPreviousStamp) + 1 ==
                   kDecodeStatusCount,
               "kDecodeStatusCount must count every DecodeStatus");
 
@@ -80,6 +83,8 @@ const char* DecodeStatusName(DecodeStatus status) {
       return "bad_mac";
     case DecodeStatus::kUnexpectedMac:
       return "unexpected_mac";
+    case DecodeStatus::kStrayPreviousStamp:
+      return "stray_previous_stamp";
   }
   return "unknown";
 }
@@ -87,7 +92,7 @@ const char* DecodeStatusName(DecodeStatus status) {
 size_t EncodeProbe(const ProbePacket& packet, uint8_t* out,
                    const ProbeKeys* keys) {
   std::memcpy(out + kProbeOffsetMagic, kProbeMagic, sizeof(kProbeMagic));
-  out[kProbeOffsetVersion] = kProbeVersion;
+  out[kProbeOffsetVersion] = packet.version;
   out[kProbeOffsetType] = static_cast<uint8_t>(packet.type);
   Store16(out + kProbeOffsetFlags,
           keys != nullptr ? packet.flags | kProbeFlagAuthenticated
@@ -104,9 +109,14 @@ size_t EncodeProbe(const ProbePacket& packet, uint8_t* out,
   out[kProbeOffsetParentDepth] = packet.parent_depth;
   std::memset(out + kProbeOffsetReserved, 0,
               kProbePacketSize - kProbeOffsetReserved);
+  const bool v2 = packet.version == kProbeVersion2;
+  if (v2) {
+    Store64(out + kProbeOffsetPrevNonce, packet.prev_nonce);
+    Store64(out + kProbeOffsetPrevT3, static_cast<uint64_t>(packet.prev_t3_ns));
+  }
   if (keys != nullptr) {
-    Store64(out + kProbeOffsetMac,
-            SipHash24(keys->signing, out, kProbeOffsetMac));
+    const size_t mac_offset = v2 ? kProbeOffsetMacV2 : kProbeOffsetMac;
+    Store64(out + mac_offset, SipHash24(keys->signing, out, mac_offset));
   }
   return kProbePacketSize;
 }
@@ -120,9 +130,11 @@ DecodeStatus DecodeProbe(const uint8_t* data, size_t len, ProbePacket* out,
       0) {
     return DecodeStatus::kBadMagic;
   }
-  if (data[kProbeOffsetVersion] != kProbeVersion) {
+  const uint8_t version = data[kProbeOffsetVersion];
+  if (version != kProbeVersion1 && version != kProbeVersion2) {
     return DecodeStatus::kUnsupportedVersion;
   }
+  const bool v2 = version == kProbeVersion2;
   if (len < kProbePacketSize) return DecodeStatus::kTruncated;
   if (len > kProbePacketSize) return DecodeStatus::kOversized;
 
@@ -141,14 +153,23 @@ DecodeStatus DecodeProbe(const uint8_t* data, size_t len, ProbePacket* out,
   if (authenticated) {
     // Both tags are computed and compared without an early exit, so the
     // time taken says nothing about the tag.
-    const uint64_t tag = Load64(data + kProbeOffsetMac);
-    const uint64_t signing =
-        tag ^ SipHash24(keys->signing, data, kProbeOffsetMac);
+    const size_t mac_offset = v2 ? kProbeOffsetMacV2 : kProbeOffsetMac;
+    const uint64_t tag = Load64(data + mac_offset);
+    const uint64_t signing = tag ^ SipHash24(keys->signing, data, mac_offset);
     const uint64_t other =
         keys->other.has_value()
-            ? tag ^ SipHash24(*keys->other, data, kProbeOffsetMac)
+            ? tag ^ SipHash24(*keys->other, data, mac_offset)
             : ~uint64_t{0};
     if (signing != 0 && other != 0) return DecodeStatus::kBadMac;
+  }
+  if (v2) {
+    // Bytes 66..71 (two 16-bit words and one more 16-bit word), and the
+    // MAC's place when there is none.
+    uint64_t reserved_or = Load16(data + 66) | Load16(data + 68) |
+                           Load16(data + 70);
+    if (!authenticated) reserved_or |= Load64(data + kProbeOffsetMacV2);
+    if (reserved_or != 0) return DecodeStatus::kNonzeroReserved;
+  } else if (authenticated) {
     // Bytes 74..95 (22 bytes) as 64-bit words 74..81, 82..89, 88..95.
     const uint64_t reserved_or =
         Load64(data + 74) | Load64(data + 82) | Load64(data + 88);
@@ -162,6 +183,7 @@ DecodeStatus DecodeProbe(const uint8_t* data, size_t len, ProbePacket* out,
     if (reserved_or != 0) return DecodeStatus::kNonzeroReserved;
   }
 
+  out->version = version;
   out->type = static_cast<ProbeType>(type);
   out->flags = flags;
   out->nonce = Load64(data + kProbeOffsetNonce);
@@ -174,6 +196,9 @@ DecodeStatus DecodeProbe(const uint8_t* data, size_t len, ProbePacket* out,
   out->upstream_id = Load64(data + kProbeOffsetUpstreamId);
   out->parent_state = data[kProbeOffsetParentState];
   out->parent_depth = data[kProbeOffsetParentDepth];
+  out->prev_nonce = v2 ? Load64(data + kProbeOffsetPrevNonce) : 0;
+  out->prev_t3_ns =
+      v2 ? static_cast<int64_t>(Load64(data + kProbeOffsetPrevT3)) : 0;
 
   if (out->type == ProbeType::kRequest) {
     if (out->t2_ns != 0 || out->t3_ns != 0 || out->parent_bound_ns != 0 ||
@@ -181,7 +206,11 @@ DecodeStatus DecodeProbe(const uint8_t* data, size_t len, ProbePacket* out,
         out->parent_depth != 0) {
       return DecodeStatus::kRequestWithReplyFields;
     }
+    if (out->prev_t3_ns != 0) return DecodeStatus::kStrayPreviousStamp;
   } else {
+    if (out->prev_nonce == 0 && out->prev_t3_ns != 0) {
+      return DecodeStatus::kStrayPreviousStamp;
+    }
     if (out->parent_state < kProbeStateUnsynced ||
         out->parent_state > kProbeStateHoldover) {
       return DecodeStatus::kBadParentState;

@@ -126,7 +126,7 @@ TEST(ProbePacketTest, BadMagicInEachByte) {
 }
 
 TEST(ProbePacketTest, UnsupportedVersionWhateverTheSize) {
-  for (uint8_t version : {0, 2, 255}) {
+  for (uint8_t version : {0, 3, 255}) {
     std::vector<uint8_t> bytes = Encode(SampleRequest());
     bytes[kProbeOffsetVersion] = version;
     EXPECT_EQ(Decode(bytes), DecodeStatus::kUnsupportedVersion);
@@ -305,8 +305,14 @@ TEST(ProbePacketTest, RandomBytesNeverCrash) {
   SCOPED_TRACE(testing::Message() << "seed " << seed);
   size_t ok = 0;
   size_t statuses_seen[kDecodeStatusCount] = {};
-  const std::vector<uint8_t> valid = Encode(SampleReply());
+  ProbePacket interleaved = SampleReply();
+  interleaved.version = kProbeVersion2;
+  interleaved.prev_nonce = 1;  // One bit flip from a stray previous stamp.
+  interleaved.prev_t3_ns = 1'700'000'000'000'000'777;
+  const std::vector<uint8_t> valid_v1 = Encode(SampleReply());
+  const std::vector<uint8_t> valid_v2 = Encode(interleaved);
   for (int i = 0; i < 100'000; ++i) {
+    const std::vector<uint8_t>& valid = rng() % 2 == 0 ? valid_v1 : valid_v2;
     std::vector<uint8_t> bytes;
     if (i % 2 == 0) {
       bytes.resize(rng() % 200);
@@ -350,6 +356,102 @@ TEST(ProbePacketTest, RandomBytesNeverCrash) {
     EXPECT_GT(statuses_seen[s], 0u)
         << DecodeStatusName(static_cast<DecodeStatus>(s));
   }
+}
+
+// --- version 2 (interleaved) -----------------------------------------------
+
+ProbePacket SampleRequestV2() {
+  ProbePacket p = SampleRequest();
+  p.version = kProbeVersion2;
+  p.prev_nonce = 0x1122334455667788ULL;
+  return p;
+}
+
+ProbePacket SampleReplyV2() {
+  ProbePacket p = SampleReply();
+  p.version = kProbeVersion2;
+  p.prev_nonce = 0x1122334455667788ULL;
+  p.prev_t3_ns = -5;  // Any value: the sign must survive.
+  return p;
+}
+
+TEST(ProbePacketV2Test, RoundTripsWithAndWithoutKey) {
+  for (const ProbePacket& p : {SampleRequestV2(), SampleReplyV2()}) {
+    const std::vector<uint8_t> bytes = Encode(p);
+    EXPECT_EQ(bytes[kProbeOffsetVersion], 2);
+    EXPECT_EQ(bytes[kProbeOffsetPrevNonce], 0x88);
+    ProbePacket out;
+    ASSERT_EQ(DecodeProbe(bytes.data(), bytes.size(), &out),
+              DecodeStatus::kOk);
+    EXPECT_EQ(out, p);
+    const std::vector<uint8_t> signed_bytes = EncodeWith(p, kKey);
+    // The tag covers bytes 0..87, interleaving fields included.
+    uint64_t tag = 0;
+    for (int i = 7; i >= 0; --i) {
+      tag = (tag << 8) | signed_bytes[kProbeOffsetMacV2 + i];
+    }
+    EXPECT_EQ(tag, SipHash24(kKey, signed_bytes.data(), kProbeOffsetMacV2));
+    ASSERT_EQ(DecodeWith(signed_bytes, kKey, &out), DecodeStatus::kOk);
+    ProbePacket want = p;
+    want.flags = kProbeFlagAuthenticated;
+    EXPECT_EQ(out, want);
+  }
+}
+
+// A version-1 packet has no interleaving fields: encoding drops them, and
+// bytes where version 2 keeps them are reserved in version 1.
+TEST(ProbePacketV2Test, VersionOneCarriesNoInterleavingFields) {
+  ProbePacket p = SampleReplyV2();
+  p.version = kProbeVersion1;
+  const std::vector<uint8_t> bytes = Encode(p);
+  for (size_t i = kProbeOffsetReserved; i < kProbePacketSize; ++i) {
+    EXPECT_EQ(bytes[i], 0) << i;
+  }
+  ProbePacket out;
+  ASSERT_EQ(DecodeProbe(bytes.data(), bytes.size(), &out), DecodeStatus::kOk);
+  EXPECT_EQ(out.prev_nonce, 0u);
+  EXPECT_EQ(out.prev_t3_ns, 0);
+  std::vector<uint8_t> v1_with_field = bytes;
+  v1_with_field[kProbeOffsetPrevNonce] = 1;
+  EXPECT_EQ(Decode(v1_with_field), DecodeStatus::kNonzeroReserved);
+}
+
+TEST(ProbePacketV2Test, ReservedBytesAndTheMacPlace) {
+  for (size_t i = kProbeOffsetReserved; i < kProbeOffsetPrevNonce; ++i) {
+    std::vector<uint8_t> bytes = Encode(SampleReplyV2());
+    bytes[i] = 1;
+    EXPECT_EQ(Decode(bytes), DecodeStatus::kNonzeroReserved) << i;
+  }
+  for (size_t i = kProbeOffsetMacV2; i < kProbePacketSize; ++i) {
+    std::vector<uint8_t> bytes = Encode(SampleReplyV2());
+    bytes[i] = 1;  // A MAC's place without the authenticated flag.
+    EXPECT_EQ(Decode(bytes), DecodeStatus::kNonzeroReserved) << i;
+  }
+}
+
+TEST(ProbePacketV2Test, EveryTamperedByteIsRefused) {
+  const std::vector<uint8_t> valid = EncodeWith(SampleReplyV2(), kKey);
+  for (size_t i = 8; i < kProbePacketSize; ++i) {
+    std::vector<uint8_t> bytes = valid;
+    bytes[i] ^= 0x01;
+    const DecodeStatus status = DecodeWith(bytes, kKey);
+    if (i == kProbeOffsetType || i == kProbeOffsetFlags) {
+      EXPECT_NE(status, DecodeStatus::kOk) << i;
+    } else if (i != kProbeOffsetFlags + 1) {
+      EXPECT_EQ(status, DecodeStatus::kBadMac) << i;
+    }
+  }
+}
+
+TEST(ProbePacketV2Test, StrayPreviousStamps) {
+  ProbePacket request = SampleRequestV2();
+  request.prev_t3_ns = 1;  // Only a reply carries a stamp.
+  EXPECT_EQ(Decode(Encode(request)), DecodeStatus::kStrayPreviousStamp);
+  ProbePacket reply = SampleReplyV2();
+  reply.prev_nonce = 0;  // A stamp of no exchange.
+  EXPECT_EQ(Decode(Encode(reply)), DecodeStatus::kStrayPreviousStamp);
+  reply.prev_t3_ns = 0;  // No stamp at all: fine.
+  EXPECT_EQ(Decode(Encode(reply)), DecodeStatus::kOk);
 }
 
 }  // namespace

@@ -70,4 +70,25 @@ int64_t RealtimeToRaw::ToRaw(int64_t realtime_ns) const {
   return raw_ns;
 }
 
+int64_t RealtimeToRaw::ToRawEarly(int64_t realtime_ns) const {
+  // Mirror of ToRaw: the realtime reading happened no earlier than
+  // raw_before_ns_; moving by the distance, minus the largest rate
+  // difference, keeps the result no later than the true raw time. Absurd
+  // inputs saturate to the earliest time, which callers clamp.
+  int64_t distance_ns = 0;
+  if (__builtin_sub_overflow(realtime_ns, realtime_ns_, &distance_ns) ||
+      distance_ns == INT64_MIN) {
+    return INT64_MIN;
+  }
+  const int64_t magnitude_ns = distance_ns < 0 ? -distance_ns : distance_ns;
+  const int64_t rate_margin_ns =
+      magnitude_ns / (1'000'000 / kMaxRateDiffPpm) + 1;
+  int64_t raw_ns = 0;
+  if (__builtin_add_overflow(raw_before_ns_, distance_ns, &raw_ns) ||
+      __builtin_sub_overflow(raw_ns, rate_margin_ns, &raw_ns)) {
+    return INT64_MIN;
+  }
+  return raw_ns;
+}
+
 }  // namespace clocksync::probe

@@ -7,7 +7,7 @@
 // raw, realtime, raw; the realtime reading happened at a raw time inside
 // [raw_before, raw_after]. Of a few sandwiches it keeps the tightest.
 //
-// Conversion is biased LATE, on purpose: ToRaw() never returns a raw time
+// Conversion is biased LATE (ToRaw), or EARLY (ToRawEarly), on purpose: ToRaw() never returns a raw time
 // earlier than the true one (within the assumptions below). For the probe
 // timestamps that use it (t2 at the parent, t4 at the child), a late error
 // only looks like extra network delay, which keeps the estimator's bound
@@ -66,6 +66,10 @@ class RealtimeToRaw {
   // Raw time of the CLOCK_REALTIME instant `realtime_ns`, biased late (see
   // the file comment for the error).
   int64_t ToRaw(int64_t realtime_ns) const;
+  // The same, biased EARLY: never later than the true raw time, by at most
+  // the same error. For transmit stamps (t1 at the child, t3 at the parent),
+  // where an early error only looks like extra network delay.
+  int64_t ToRawEarly(int64_t realtime_ns) const;
 
   // Width of the kept sandwich, ns (the conversion's error at age 0).
   int64_t sandwich_width_ns() const { return raw_after_ns_ - raw_before_ns_; }

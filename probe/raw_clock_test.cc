@@ -45,6 +45,35 @@ void ExpectWithinBound(const RealtimeToRaw& conversion, int64_t offset_ns) {
   EXPECT_LE(raw, after + offset_ns + slack) << "later than the stated bound";
 }
 
+// The mirror bound for ToRawEarly: 0 <= true - ToRawEarly <= width + ...
+void ExpectEarlyWithinBound(const RealtimeToRaw& conversion,
+                            int64_t offset_ns) {
+  const int64_t before = RawNowNs();
+  const int64_t realtime = RealtimeNowNs();
+  const int64_t after = RawNowNs();
+  const int64_t raw = conversion.ToRawEarly(realtime + offset_ns);
+  int64_t age = after + offset_ns - conversion.calibrated_raw_ns();
+  age = age < 0 ? -age : age;
+  const int64_t slack = conversion.sandwich_width_ns() +
+                        2 * age * RealtimeToRaw::kMaxRateDiffPpm / 1'000'000 +
+                        1;
+  EXPECT_LE(raw, after + offset_ns) << "converted late";
+  EXPECT_GE(raw, before + offset_ns - slack) << "earlier than the bound";
+}
+
+TEST(RealtimeToRawTest, EarlyConversionIsNeverLateAndWithinBound) {
+  RealtimeToRaw conversion;
+  for (int i = 0; i < 10'000; ++i) {
+    conversion.Calibrate();
+    ExpectEarlyWithinBound(conversion, 0);
+    ExpectEarlyWithinBound(conversion, -20'000);
+    // The same instant both ways: early <= late, apart by about the width.
+    const int64_t realtime = RealtimeNowNs();
+    EXPECT_LE(conversion.ToRawEarly(realtime), conversion.ToRaw(realtime));
+  }
+  EXPECT_EQ(conversion.ToRawEarly(INT64_MIN), INT64_MIN);
+}
+
 TEST(RealtimeToRawTest, FreshConversionIsNeverEarlyAndWithinBound) {
   RealtimeToRaw conversion;
   for (int i = 0; i < 10'000; ++i) {

@@ -17,6 +17,19 @@ namespace clocksync::probe {
 
 using probe_internal::Bump;
 
+namespace {
+
+// A transmit stamp converted to more than this before its send's raw
+// reading is implausible (CLOCK_REALTIME stepped back): dropped.
+constexpr int64_t kMaxTxStampEarlyNs = 1'000'000;
+// Transmit stamps are converted with a calibration at most this old.
+constexpr int64_t kTxCalibrationMaxAgeNs = 100'000;
+// A previous stamp more than this after the exchange's user-space t3 does
+// not belong to it.
+constexpr int64_t kMaxPreviousStampLateNs = 1'000'000'000;
+
+}  // namespace
+
 LocalClock::~LocalClock() = default;
 
 uint64_t RequesterCounters::malformed_total() const {
@@ -59,6 +72,10 @@ ProbeRequester::ProbeRequester(const Options& options, int fd)
   if (options_.delay.enabled) {
     delay_queue_ = std::make_unique<DelayQueue>(options_.delay_queue_capacity);
   }
+  if (options_.kernel_tx_stamps && !options_.delay.enabled) {
+    // Where the kernel refuses, t1 stays the reading before the send.
+    tx_stamps_.Enable(fd_).IgnoreError();
+  }
 }
 
 ProbeRequester::~ProbeRequester() { close(fd_); }
@@ -88,6 +105,12 @@ void ProbeRequester::Expire(int64_t raw_now_ns) {
       o.used = false;
       Bump(counters_.lost);
       Remember(expired_nonces_, expired_next_, o.nonce);
+      if (o.version == kProbeVersion2 && !v2_answered_ && !use_v1_ &&
+          ++v2_losses_in_a_row_ >= kV1FallbackLosses) {
+        // Never a version-2 answer: an older parent drops them unread.
+        use_v1_ = true;
+        Bump(counters_.version1_fallbacks);
+      }
     }
   }
 }
@@ -116,8 +139,12 @@ uint64_t ProbeRequester::NewNonce() {
   }
 }
 
-int ProbeRequester::SendNow(const uint8_t* data) {
+int ProbeRequester::SendNow(const uint8_t* data, int* attempts) {
+  int unused = 0;
+  if (attempts == nullptr) attempts = &unused;
+  *attempts = 0;
   for (int attempt = 0; attempt < 3; ++attempt) {
+    ++*attempts;
     if (send(fd_, data, kProbePacketSize, MSG_DONTWAIT) ==
         static_cast<ssize_t>(kProbePacketSize)) {
       return 0;
@@ -139,33 +166,105 @@ absl::Status ProbeRequester::SendProbe() {
   if (delay_queue_ != nullptr) SendDue(raw_now_ns).IgnoreError();
   Outstanding* slot = FreeSlot();
   ProbePacket request;
+  ++requests_;
+  const bool v2 = options_.interleaved &&
+                  (!use_v1_ || requests_ % kV2RetryEvery == 0);
+  request.version = v2 ? kProbeVersion2 : kProbeVersion1;
   request.type = ProbeType::kRequest;
   request.nonce = NewNonce();
   request.sender_id = options_.node_id;
+  if (v2 && held_.valid) request.prev_nonce = held_.nonce;
   uint8_t data[kProbePacketSize];
 
   const int64_t raw_t1_ns = RawNowNs();
   request.t1_ns = clock_->LocalAt(raw_t1_ns);
   EncodeProbe(request, data, Key());
+  Outstanding sent;
+  sent.used = true;
+  sent.nonce = request.nonce;
+  sent.version = request.version;
+  sent.t1_echo_ns = request.t1_ns;
+  sent.t1_ns = request.t1_ns;
+  sent.raw_send_ns = raw_t1_ns;
   if (delay_queue_ != nullptr) {
     const int64_t due_ns = raw_t1_ns + delay_sampler_.NextNs();
     if (!delay_queue_->Push(due_ns, data, nullptr, 0)) {
       Bump(counters_.delay_queue_drops);
       return absl::OkStatus();  // Emulated loss.
     }
-    *slot = Outstanding{true, request.nonce, request.t1_ns,
-                        due_ns + options_.expiry_ns};
+    sent.expires_raw_ns = due_ns + options_.expiry_ns;
+    *slot = sent;
     return SendDue(RawNowNs());
   }
-  if (const int error = SendNow(data); error != 0) {
+  int attempts = 0;
+  if (const int error = SendNow(data, &attempts); error != 0) {
     Bump(counters_.send_errors);
+    // The refused attempts may have used transmit-stamp keys.
+    tx_stamps_.Rearm([this](uint32_t key, int64_t realtime_ns) {
+      OnTxStamp(key, realtime_ns);
+    });
     return absl::ErrnoToStatus(
         error, absl::StrCat("send probe to '", options_.parent_address, "'"));
   }
   Bump(counters_.sent);
-  *slot = Outstanding{true, request.nonce, request.t1_ns,
-                      raw_t1_ns + options_.expiry_ns};
+  sent.expires_raw_ns = raw_t1_ns + options_.expiry_ns;
+  *slot = sent;
+  if (tx_stamps_.enabled()) {
+    if (attempts == 1) {
+      slot->tx_key = tx_stamps_.NoteSent();
+      slot->awaiting_stamp = true;
+      DrainTxStamps();  // Loopback and veth stamp inside the send call.
+    } else {
+      // Refused attempts before this one may have used keys: this
+      // request keeps its user-space t1.
+      tx_stamps_.Rearm([this](uint32_t key, int64_t realtime_ns) {
+        OnTxStamp(key, realtime_ns);
+      });
+    }
+  }
   return absl::OkStatus();
+}
+
+void ProbeRequester::DrainTxStamps() {
+  if (!tx_stamps_.enabled()) return;
+  tx_stamps_.Drain([this](uint32_t key, int64_t realtime_ns) {
+    OnTxStamp(key, realtime_ns);
+  });
+}
+
+void ProbeRequester::OnTxStamp(uint32_t key, int64_t realtime_ns) {
+  Outstanding* slot = nullptr;
+  for (Outstanding& o : outstanding_) {
+    if (o.used && o.awaiting_stamp && o.tx_key == key) slot = &o;
+  }
+  if (slot == nullptr) {
+    // Answered or expired before its stamp came, or a stale key.
+    Bump(counters_.tx_stamps_rejected);
+    return;
+  }
+  slot->awaiting_stamp = false;
+  const int64_t raw_now_ns = RawNowNs();
+  realtime_to_raw_.MaybeRecalibrate(raw_now_ns, kTxCalibrationMaxAgeNs);
+  // Converted early, the stamp is no later than the request left; it was
+  // taken after the reading before the send call.
+  int64_t raw_tx_ns = realtime_to_raw_.ToRawEarly(realtime_ns);
+  if (raw_tx_ns > raw_now_ns ||
+      raw_tx_ns < slot->raw_send_ns - kMaxTxStampEarlyNs) {
+    Bump(counters_.tx_stamps_rejected);
+    return;
+  }
+  raw_tx_ns = std::max(raw_tx_ns, slot->raw_send_ns);
+  slot->t1_ns = std::max(slot->t1_ns, clock_->LocalAt(raw_tx_ns));
+  slot->kernel_t1 = true;
+  Bump(counters_.tx_stamps);
+}
+
+int ProbeRequester::FlushHeld(Callback on_reply) {
+  if (!held_.valid) return 0;
+  held_.valid = false;
+  Bump(counters_.interleave_misses);
+  on_reply(held_.result);
+  return 1;
 }
 
 absl::Status ProbeRequester::SendDue(int64_t raw_now_ns) {
@@ -191,6 +290,7 @@ absl::StatusOr<int> ProbeRequester::Poll(int timeout_ms, Callback on_reply) {
   const int64_t deadline_ns =
       RawNowNs() + static_cast<int64_t>(std::max(timeout_ms, 0)) * 1'000'000;
   pollfd readable{fd_, POLLIN, 0};
+  int flushed = 0;
   for (;;) {
     int64_t now_ns = RawNowNs();
     if (delay_queue_ != nullptr) {
@@ -198,11 +298,15 @@ absl::StatusOr<int> ProbeRequester::Poll(int timeout_ms, Callback on_reply) {
       SendDue(now_ns).IgnoreError();
     }
     Expire(now_ns);
+    if (held_.valid && now_ns - held_.raw_receive_ns > options_.expiry_ns) {
+      // No next reply came to complete it.
+      flushed += FlushHeld(on_reply);
+    }
     const int count = rx_.Receive(fd_, MSG_DONTWAIT);
     if (count > 0) {
       const int64_t raw_after_receive_ns = RawNowNs();
       realtime_to_raw_.Calibrate();
-      return HandleBatch(count, raw_after_receive_ns, on_reply);
+      return flushed + HandleBatch(count, raw_after_receive_ns, on_reply);
     }
     if (count < 0) {
       if (errno == ECONNREFUSED) {
@@ -216,8 +320,11 @@ absl::StatusOr<int> ProbeRequester::Poll(int timeout_ms, Callback on_reply) {
                                 options_.parent_address, "'"));
       }
     }
+    // Late transmit stamps; an unread one would also end ppoll at once
+    // (POLLERR).
+    DrainTxStamps();
     now_ns = RawNowNs();
-    if (now_ns >= deadline_ns) return 0;
+    if (now_ns >= deadline_ns) return flushed;
     int64_t wait_ns = deadline_ns - now_ns;
     if (delay_queue_ != nullptr && !delay_queue_->empty()) {
       wait_ns = std::clamp<int64_t>(delay_queue_->next_due_ns() - now_ns, 0,
@@ -265,7 +372,7 @@ int ProbeRequester::HandleBatch(int count, int64_t raw_after_receive_ns,
       }
       continue;
     }
-    if (reply.t1_ns != slot->t1_ns) {
+    if (reply.t1_ns != slot->t1_echo_ns) {
       Bump(counters_.echo_mismatch);
       continue;
     }
@@ -280,13 +387,55 @@ int ProbeRequester::HandleBatch(int count, int64_t raw_after_receive_ns,
     result.parent_depth = reply.parent_depth;
     result.parent_id = reply.sender_id;
     result.upstream_id = reply.upstream_id;
+    result.kernel_t1 = slot->kernel_t1;
     slot->used = false;
     Remember(answered_nonces_, answered_next_, reply.nonce);
     Bump(counters_.answered);
-    ++delivered;
-    on_reply(result);
+    if (reply.version != kProbeVersion2 || !options_.interleaved) {
+      // Basic mode: deliver now, after any held exchange (in order).
+      delivered += FlushHeld(on_reply);
+      ++delivered;
+      on_reply(result);
+      continue;
+    }
+    v2_answered_ = true;
+    v2_losses_in_a_row_ = 0;
+    use_v1_ = false;
+    if (held_.valid) {
+      if (reply.prev_nonce != 0 && reply.prev_nonce == held_.nonce) {
+        CompleteHeld(reply.prev_t3_ns);
+        held_.valid = false;
+        ++delivered;
+        on_reply(held_.result);
+      } else {
+        delivered += FlushHeld(on_reply);
+      }
+    }
+    held_.valid = true;
+    held_.nonce = reply.nonce;
+    held_.raw_receive_ns = raw_receive_ns;
+    held_.result = result;
   }
   return delivered;
+}
+
+void ProbeRequester::CompleteHeld(int64_t prev_t3_ns) {
+  hull::ProbeSample& sample = held_.result.sample;
+  if (prev_t3_ns < sample.t2_ns ||
+      prev_t3_ns > sample.t3_ns + kMaxPreviousStampLateNs) {
+    // Not this exchange's departure: keep the user-space t3.
+    Bump(counters_.bad_previous_stamps);
+    Bump(counters_.interleave_misses);
+    return;
+  }
+  Bump(counters_.interleaved);
+  held_.result.kernel_t3 = true;
+  if (prev_t3_ns <= sample.t3_ns) return;  // Both are lower bounds.
+  // The parent's bound is for its user-space t3; by the kernel's stamp it
+  // may have grown, at most at kMaxRateDiffPpm (1000 ppm), plus 1 ns.
+  const int64_t later_ns = prev_t3_ns - sample.t3_ns;
+  sample.t3_ns = prev_t3_ns;
+  sample.parent_bound_ns += later_ns / 1000 + 1;
 }
 
 }  // namespace clocksync::probe

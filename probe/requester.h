@@ -11,9 +11,23 @@
 //
 // Timestamps: t1 and t4 are the child's LocalClock at raw instants
 // (CLOCK_MONOTONIC_RAW); t2 and t3 are the parent's global time
-// (probe/responder.h). t1 is read just before the send call, so it is
-// early; t4 comes from the kernel's receive stamp, biased late
-// (probe/udp_socket.h). Both only look like extra network delay.
+// (probe/responder.h). t1 is the kernel's transmit stamp of the request
+// (probe/tx_stamps.h, converted early), or a reading just before the send
+// call where the kernel gives none; t4 comes from the kernel's receive
+// stamp, biased late (probe/udp_socket.h). Both only look like extra network
+// delay.
+//
+// Interleaved mode (version 2, Options::interleaved): each request names
+// the last answered exchange (prev_nonce) and the parent's reply carries
+// the kernel's transmit stamp of its reply to it (prev_t3_ns). The
+// requester holds each answered exchange until the next reply and delivers
+// it then with that stamp as t3, so samples arrive one probe late but with
+// all four stamps from the kernels. An exchange whose stamp does not come
+// (a version-1 parent, a lost reply, a parent without transmit stamps) is
+// delivered with the parent's user-space t3, at the next reply or after
+// expiry_ns. A parent that never answers version 2 (an older daemon) gets
+// version-1 requests after kV1FallbackLosses losses, with one version-2
+// request in kV2RetryEvery to notice an upgrade.
 //
 // Example:
 //   ProbeRequester::Options options;
@@ -49,6 +63,7 @@
 #include "probe/delay_injection.h"
 #include "probe/packet.h"
 #include "probe/raw_clock.h"
+#include "probe/tx_stamps.h"
 #include "probe/udp_socket.h"
 
 namespace clocksync::probe {
@@ -66,6 +81,10 @@ struct ProbeResult {
   uint8_t parent_depth = 0;  // Parent's depth, 0 for the master.
   uint64_t parent_id = 0;    // The parent's node id (reply's sender).
   uint64_t upstream_id = 0;  // The parent's own parent; 0 if none.
+  // Where t1 and t3 come from: the kernels' transmit stamps (true), or
+  // readings before the send calls (false).
+  bool kernel_t1 = false;
+  bool kernel_t3 = false;
 };
 
 // The child's local clock as a function of the raw clock. Called on the
@@ -106,6 +125,19 @@ struct RequesterCounters {
   std::atomic<uint64_t> delay_queue_drops{0};
   // Replies without a usable kernel timestamp (t4 from a raw reading).
   std::atomic<uint64_t> rx_timestamp_fallbacks{0};
+  // Kernel transmit stamps used as t1, and those dropped (no request
+  // awaiting one, or implausible).
+  std::atomic<uint64_t> tx_stamps{0};
+  std::atomic<uint64_t> tx_stamps_rejected{0};
+  // Samples delivered with the parent's kernel transmit stamp as t3, and
+  // those delivered with its user-space t3 in interleaved mode.
+  std::atomic<uint64_t> interleaved{0};
+  std::atomic<uint64_t> interleave_misses{0};
+  // Previous stamps that did not fit their exchange (before its t2, or
+  // long after its t3): ignored.
+  std::atomic<uint64_t> bad_previous_stamps{0};
+  // Times the requester fell back to version-1 requests.
+  std::atomic<uint64_t> version1_fallbacks{0};
 
   uint64_t malformed_total() const;
 };
@@ -122,6 +154,11 @@ class ProbeRequester {
   static constexpr size_t kRememberedNonces = 64;
   // Datagrams received per system call, at most.
   static constexpr size_t kBatch = 16;
+  // Version-2 requests lost in a row, with no version-2 reply ever, after
+  // which the parent is taken for a version-1 one.
+  static constexpr int kV1FallbackLosses = 4;
+  // After that fallback, one request in this many is version 2 again.
+  static constexpr uint64_t kV2RetryEvery = 64;
 
   struct Options {
     // The parent's "host:port" ("10.0.0.1:3190", "[fe80::1%eth0]:3190",
@@ -140,6 +177,13 @@ class ProbeRequester {
     // The tree's shared key: requests are authenticated and only
     // authenticated replies are accepted. None: unauthenticated probes.
     std::optional<ProbeKeys> key;
+    // t1 from the kernel's transmit stamp where it gives one. Off with
+    // delay injection (the injected delay stands for the wire, which
+    // begins after the kernel's stamp).
+    bool kernel_tx_stamps = true;
+    // Version-2 requests and interleaved samples (see the file comment);
+    // false: version 1, each sample delivered with its own reply.
+    bool interleaved = true;
   };
 
   // Resolves the address and connects a UDP socket to it (so that only the
@@ -163,17 +207,40 @@ class ProbeRequester {
   // and expires old ones. Errors name the address.
   absl::StatusOr<int> Poll(int timeout_ms, Callback on_reply);
 
+  // Delivers the exchange held for its transmit stamp (interleaved mode)
+  // now, with the parent's user-space t3; returns 1 if there was one, else
+  // 0. For callers that stop probing (a tracer's sync session at its end).
+  int Flush(Callback on_reply) { return FlushHeld(on_reply); }
+
   // Requests awaiting a reply (including delayed ones not yet sent).
   size_t outstanding() const;
   const std::string& parent_address() const { return options_.parent_address; }
   const RequesterCounters& counters() const { return counters_; }
+  // Whether t1 comes from kernel transmit stamps (asked for, and the kernel
+  // agreed).
+  bool kernel_tx_stamps() const { return tx_stamps_.enabled(); }
+  // Whether requests go out as version 2 now (not fallen back).
+  bool sending_version2() const { return options_.interleaved && !use_v1_; }
 
  private:
   struct Outstanding {
     bool used = false;
     uint64_t nonce = 0;
-    int64_t t1_ns = 0;
+    uint8_t version = kProbeVersion1;
+    int64_t t1_echo_ns = 0;  // As sent, to check the echo.
+    int64_t t1_ns = 0;       // Best t1: the kernel's stamp when it came.
+    bool kernel_t1 = false;
+    bool awaiting_stamp = false;
+    uint32_t tx_key = 0;
+    int64_t raw_send_ns = 0;  // Read before the send call.
     int64_t expires_raw_ns = 0;
+  };
+  // An answered exchange held for the next reply's transmit stamp.
+  struct Held {
+    bool valid = false;
+    uint64_t nonce = 0;
+    int64_t raw_receive_ns = 0;
+    ProbeResult result;
   };
   ProbeRequester(const Options& options, int fd);
   void Expire(int64_t raw_now_ns);
@@ -184,10 +251,18 @@ class ProbeRequester {
                 uint64_t nonce);
   static bool Contains(const std::array<uint64_t, kRememberedNonces>& ring,
                        uint64_t nonce);
-  // Sends one encoded request; returns 0 or an errno.
-  int SendNow(const uint8_t* data);
+  // Sends one encoded request; returns 0 or an errno. *attempts: send
+  // calls made (refused ones retried).
+  int SendNow(const uint8_t* data, int* attempts = nullptr);
   absl::Status SendDue(int64_t raw_now_ns);
   int HandleBatch(int count, int64_t raw_after_receive_ns, Callback on_reply);
+  void DrainTxStamps();
+  void OnTxStamp(uint32_t key, int64_t realtime_ns);
+  // Delivers the held exchange with its user-space t3, if any.
+  int FlushHeld(Callback on_reply);
+  // Takes the parent's transmit stamp of the held exchange's reply as its
+  // t3 when it fits.
+  void CompleteHeld(int64_t prev_t3_ns);
 
   const Options options_;
   // The key to sign and check with, or nullptr.
@@ -202,6 +277,13 @@ class ProbeRequester {
   DelaySampler delay_sampler_;
   std::unique_ptr<DelayQueue> delay_queue_;  // With delay injection only.
   absl::BitGen nonce_bits_;
+
+  probe_internal::TxStamps tx_stamps_;
+  Held held_;
+  bool use_v1_ = false;          // Fallen back to version 1.
+  bool v2_answered_ = false;     // A version-2 reply came, ever.
+  int v2_losses_in_a_row_ = 0;
+  uint64_t requests_ = 0;
 
   std::array<Outstanding, kMaxOutstanding> outstanding_{};
   std::array<uint64_t, kRememberedNonces> answered_nonces_{};

@@ -27,6 +27,20 @@ namespace {
 
 // Serve() checks its stop flag at least this often.
 constexpr int64_t kStopCheckNs = 100'000'000;
+// A transmit stamp converted to more than this before its send's raw
+// reading is implausible (CLOCK_REALTIME was stepped back): dropped.
+// Earlier stamps within it are clamped to the reading (the conversion's
+// early bias, stamps read long after the send).
+constexpr int64_t kMaxTxStampEarlyNs = 1'000'000;
+
+// Slot of a nonce in the stamp table: nonces are random, a multiplicative
+// hash spreads any others.
+inline size_t StampSlot(uint64_t nonce) {
+  return static_cast<size_t>((nonce * 0x9E3779B97F4A7C15ULL) >> 52) &
+         (ProbeResponder::kStampTableSize - 1);
+}
+static_assert(ProbeResponder::kStampTableSize == 4096,
+              "StampSlot takes the hash's top 12 bits");
 
 // Fills in what a reply says at t3: the time and the parent's state.
 inline void StampT3(const ParentTime& now, ProbePacket& reply) {
@@ -108,9 +122,15 @@ ProbeResponder::ProbeResponder(const Options& options, int fd,
       fd_(fd),
       address_(std::move(address)),
       port_(port),
-      delay_sampler_(options.delay, /*stream=*/2) {
+      delay_sampler_(options.delay, /*stream=*/2),
+      stamp_table_(std::make_unique<std::array<Stamp, kStampTableSize>>()) {
   if (options_.delay.enabled) {
     delay_queue_ = std::make_unique<DelayQueue>(options_.delay_queue_capacity);
+  }
+  if (options_.kernel_tx_stamps && !options_.delay.enabled) {
+    // Without them the responder answers every request without a previous
+    // stamp (prev_nonce 0): the children keep the user-space t3.
+    tx_stamps_.Enable(fd_).IgnoreError();
   }
   for (size_t i = 0; i < kBatch; ++i) {
     tx_[i].iov = {tx_[i].data, kProbePacketSize};
@@ -166,6 +186,8 @@ absl::Status ProbeResponder::Serve(const std::atomic<bool>& stop) {
 void ProbeResponder::HandleBatch(int count, int64_t raw_after_receive_ns) {
   Bump(counters_.received, static_cast<uint64_t>(count));
   const GlobalTimeSource& source = *options_.time_source;
+  // Stamps of earlier replies that came after their send call returned.
+  DrainTxStamps();
   size_t ready = 0;
   for (int i = 0; i < count; ++i) {
     const size_t slot = static_cast<size_t>(i);
@@ -183,11 +205,22 @@ void ProbeResponder::HandleBatch(int count, int64_t raw_after_receive_ns) {
           header, raw_after_receive_ns, realtime_to_raw_,
           counters_.rx_timestamp_fallbacks);
       tx.packet = ProbePacket{};
+      tx.packet.version = request.version;
       tx.packet.type = ProbeType::kReply;
       tx.packet.nonce = request.nonce;
       tx.packet.sender_id = options_.node_id;
       tx.packet.t1_ns = request.t1_ns;
       tx.packet.t2_ns = source.GlobalAt(tx.raw_receive_ns).global_ns;
+      if (request.prev_nonce != 0) {
+        int64_t prev_t3_ns = 0;
+        if (LookUpStamp(request.prev_nonce, &prev_t3_ns)) {
+          tx.packet.prev_nonce = request.prev_nonce;
+          tx.packet.prev_t3_ns = prev_t3_ns;
+          Bump(counters_.interleaved);
+        } else {
+          Bump(counters_.interleave_misses);
+        }
+      }
       std::memcpy(&tx.to, &rx_.sender(slot), header.msg_namelen);
       tx.to_len = header.msg_namelen;
       if (delay_queue_ == nullptr) {
@@ -218,6 +251,28 @@ void ProbeResponder::HandleBatch(int count, int64_t raw_after_receive_ns) {
     EncodeProbe(tx.packet, tx.data, Key());
   }
   SendPrepared(ready);
+  if (tx_stamps_.enabled()) {
+    // Note each accepted reply's key, in send order, up to the first
+    // refused one: after it the kernel's keys are not known, so it re-arms.
+    bool refused = false;
+    for (size_t j = 0; j < ready && !refused; ++j) {
+      if (!tx_accepted_[j]) {
+        refused = true;
+        break;
+      }
+      const uint32_t key = tx_stamps_.NoteSent();
+      awaiting_[key % kAwaiting] =
+          Awaiting{true, key, tx_[j].packet.nonce, raw_send_ns};
+    }
+    if (refused) {
+      tx_stamps_.Rearm([this](uint32_t key, int64_t realtime_ns) {
+        OnTxStamp(key, realtime_ns);
+      });
+      for (Awaiting& a : awaiting_) a.used = false;
+    } else {
+      DrainTxStamps();
+    }
+  }
   if (options_.observer != nullptr) {
     for (size_t j = 0; j < ready; ++j) {
       options_.observer->OnReply(raw_send_ns - tx_[j].raw_receive_ns);
@@ -230,7 +285,44 @@ void ProbeResponder::SendPrepared(size_t count) {
     tx_msgs_[j].msg_hdr.msg_namelen = tx_[j].to_len;
   }
   probe_internal::SendEach(fd_, tx_msgs_.data(), count, counters_.answered,
-                           counters_.send_errors);
+                           counters_.send_errors, tx_accepted_.data());
+}
+
+void ProbeResponder::DrainTxStamps() {
+  if (!tx_stamps_.enabled()) return;
+  tx_stamps_.Drain([this](uint32_t key, int64_t realtime_ns) {
+    OnTxStamp(key, realtime_ns);
+  });
+}
+
+void ProbeResponder::OnTxStamp(uint32_t key, int64_t realtime_ns) {
+  Awaiting& sent = awaiting_[key % kAwaiting];
+  if (!sent.used || sent.key != key) {
+    Bump(counters_.tx_stamps_rejected);
+    return;
+  }
+  sent.used = false;
+  // The stamp was taken before now; converted early it is no later than
+  // its true instant, and that is after the raw reading before the send.
+  const int64_t raw_now_ns = RawNowNs();
+  int64_t raw_tx_ns = realtime_to_raw_.ToRawEarly(realtime_ns);
+  if (raw_tx_ns > raw_now_ns ||
+      raw_tx_ns < sent.raw_send_ns - kMaxTxStampEarlyNs) {
+    Bump(counters_.tx_stamps_rejected);
+    return;
+  }
+  raw_tx_ns = std::max(raw_tx_ns, sent.raw_send_ns);
+  Stamp& slot = (*stamp_table_)[StampSlot(sent.nonce)];
+  slot.nonce = sent.nonce;
+  slot.t3_ns = options_.time_source->GlobalAt(raw_tx_ns).global_ns;
+  Bump(counters_.tx_stamps);
+}
+
+bool ProbeResponder::LookUpStamp(uint64_t nonce, int64_t* t3_ns) const {
+  const Stamp& slot = (*stamp_table_)[StampSlot(nonce)];
+  if (slot.nonce != nonce) return false;
+  *t3_ns = slot.t3_ns;
+  return true;
 }
 
 void ProbeResponder::SendDue(int64_t raw_now_ns) {

@@ -1,7 +1,9 @@
 // probe/responder.h: the parent side of the probe protocol (wire format:
 // probe/packet.h, docs/PROBE_PROTOCOL.md): ProbeResponder answers requests
 // from a tight loop, stamping t2 from the kernel's receive timestamp and t3
-// just before sending. Allocates nothing while serving.
+// just before sending, and (version 2, interleaved) passing each child the
+// kernel's transmit stamp of its previous reply. Allocates nothing while
+// serving.
 //
 //   ProbeResponder    binds a UDP socket and answers until told to stop.
 //   GlobalTimeSource  what the responder reads its global time from (the
@@ -13,7 +15,11 @@
 // The receive instant comes from the kernel's stamp, biased late
 // (probe/udp_socket.h); the send instant is read just before the send call,
 // so it is early. Early sends and late receives only look like extra network
-// delay: the child's estimator bound stays valid. With batching (several
+// delay: the child's estimator bound stays valid. With kernel transmit
+// stamps (Options::kernel_tx_stamps) the responder also records when each
+// reply really left (probe/tx_stamps.h, converted early) under its nonce,
+// and a version-2 request naming that nonce (prev_nonce) gets it back as
+// prev_t3_ns: the child then has all four stamps from the kernels. With batching (several
 // replies per sendmmsg) the later replies of a batch leave later than their
 // t3; at the daemon's probe rates batches hold one packet.
 //
@@ -49,6 +55,7 @@
 #include "probe/delay_injection.h"
 #include "probe/packet.h"
 #include "probe/raw_clock.h"
+#include "probe/tx_stamps.h"
 #include "probe/udp_socket.h"
 
 namespace clocksync::probe {
@@ -100,6 +107,15 @@ struct ResponderCounters {
   std::atomic<uint64_t> delay_queue_drops{0};  // Delay queue was full.
   // Requests without a usable kernel timestamp (t2 from a raw reading).
   std::atomic<uint64_t> rx_timestamp_fallbacks{0};
+  // Kernel transmit stamps recorded for replies sent.
+  std::atomic<uint64_t> tx_stamps{0};
+  // Transmit stamps dropped: no matching send, or implausible (a realtime
+  // step between send and stamp).
+  std::atomic<uint64_t> tx_stamps_rejected{0};
+  // Version-2 replies that carried the transmit stamp asked for, and those
+  // that could not (the stamp is unknown or was overwritten).
+  std::atomic<uint64_t> interleaved{0};
+  std::atomic<uint64_t> interleave_misses{0};
 
   uint64_t malformed_total() const;
 };
@@ -131,7 +147,16 @@ class ProbeResponder {
     // The tree's shared key: answers only authenticated requests and
     // authenticates its replies. None: unauthenticated probes only.
     std::optional<ProbeKeys> key;
+    // Record kernel transmit stamps of replies and answer version-2
+    // requests with them (interleaved). Off with delay injection: injected
+    // delays stand for the wire, which begins after the kernel's stamp.
+    bool kernel_tx_stamps = true;
   };
+
+  // Transmit stamps remembered, by nonce: a child asks for its previous
+  // reply's within a probe interval, so this many children can probe at
+  // once without losing interleaving.
+  static constexpr size_t kStampTableSize = 4096;
 
   // Binds the socket and enables SO_TIMESTAMPNS. Errors name the address.
   static absl::StatusOr<std::unique_ptr<ProbeResponder>> Create(
@@ -152,6 +177,9 @@ class ProbeResponder {
   // The bound address, "ip:port" or "[ip6]:port".
   const std::string& address() const { return address_; }
   const ResponderCounters& counters() const { return counters_; }
+  // Whether replies get kernel transmit stamps (asked for, and the kernel
+  // agreed).
+  bool kernel_tx_stamps() const { return tx_stamps_.enabled(); }
 
  private:
   ProbeResponder(const Options& options, int fd, std::string address,
@@ -162,6 +190,12 @@ class ProbeResponder {
   void SendPrepared(size_t count);
   // Sends the delayed replies due at `raw_now_ns`.
   void SendDue(int64_t raw_now_ns);
+  // Moves the kernel's transmit stamps into stamp_table_.
+  void DrainTxStamps();
+  void OnTxStamp(uint32_t key, int64_t realtime_ns);
+  // The transmit time recorded for the reply to `nonce` (nonzero), global
+  // ns, into *t3_ns; false when there is none.
+  bool LookUpStamp(uint64_t nonce, int64_t* t3_ns) const;
 
   const Options options_;
   // The key to sign and check with, or nullptr.
@@ -189,6 +223,24 @@ class ProbeResponder {
   };
   std::array<TxSlot, kBatch> tx_{};
   std::array<mmsghdr, kBatch> tx_msgs_{};
+  std::array<bool, kBatch> tx_accepted_{};
+
+  // Transmit stamps: replies sent whose stamp has not come yet, by key
+  // modulo kAwaiting, and the stamps that came, by nonce.
+  probe_internal::TxStamps tx_stamps_;
+  struct Awaiting {
+    bool used = false;
+    uint32_t key = 0;
+    uint64_t nonce = 0;
+    int64_t raw_send_ns = 0;  // Read before the send: the stamp is later.
+  };
+  static constexpr size_t kAwaiting = 64;
+  std::array<Awaiting, kAwaiting> awaiting_{};
+  struct Stamp {
+    uint64_t nonce = 0;
+    int64_t t3_ns = 0;
+  };
+  std::unique_ptr<std::array<Stamp, kStampTableSize>> stamp_table_;
 };
 
 }  // namespace clocksync::probe

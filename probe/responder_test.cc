@@ -61,7 +61,7 @@ TEST(ProbeResponderTest, ResponderCountsAndIgnoresGarbage) {
   client.SendTo(port, oversized);                             // oversized
   client.SendTo(port, jumbo);                                 // oversized
   client.SendTo(port, mutated(0, 'X'));                       // bad magic
-  client.SendTo(port, mutated(kProbeOffsetVersion, 2));       // version
+  client.SendTo(port, mutated(kProbeOffsetVersion, 3));       // version
   client.SendTo(port, mutated(kProbeOffsetType, 9));          // type
   client.SendTo(port, mutated(kProbeOffsetFlags, 2));         // flags
   client.SendTo(port, mutated(kProbePacketSize - 1, 1));      // reserved

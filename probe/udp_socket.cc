@@ -161,12 +161,16 @@ int64_t ReceiveRawNs(const msghdr& header, int64_t raw_after_receive_ns,
 }
 
 void SendEach(int fd, mmsghdr* msgs, size_t count,
-              std::atomic<uint64_t>& sent, std::atomic<uint64_t>& errors) {
+              std::atomic<uint64_t>& sent, std::atomic<uint64_t>& errors,
+              bool* accepted) {
   size_t done = 0;
   while (done < count) {
     const int n = sendmmsg(fd, msgs + done, static_cast<unsigned>(count - done),
                            MSG_DONTWAIT);
     if (n > 0) {
+      if (accepted != nullptr) {
+        std::fill(accepted + done, accepted + done + n, true);
+      }
       done += static_cast<size_t>(n);
       Bump(sent, static_cast<uint64_t>(n));
     } else if (n < 0 && errno == EINTR) {
@@ -174,6 +178,7 @@ void SendEach(int fd, mmsghdr* msgs, size_t count,
     } else {
       // The datagram at `done` was refused: drop it, go on with the rest.
       Bump(errors);
+      if (accepted != nullptr) accepted[done] = false;
       ++done;
     }
   }

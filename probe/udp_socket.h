@@ -90,9 +90,11 @@ int64_t ReceiveRawNs(const msghdr& header, int64_t raw_after_receive_ns,
 // Hands msgs[0..count) to sendmmsg (retrying on EINTR) until each was sent
 // or refused: `sent` counts the datagrams the kernel took, `errors` those it
 // refused (send buffer full, destination unreachable, ...), which are
-// dropped.
+// dropped. With `accepted` (count entries): accepted[i] says whether the
+// kernel took msgs[i].
 void SendEach(int fd, mmsghdr* msgs, size_t count,
-              std::atomic<uint64_t>& sent, std::atomic<uint64_t>& errors);
+              std::atomic<uint64_t>& sent, std::atomic<uint64_t>& errors,
+              bool* accepted = nullptr);
 
 // The buffers of one recvmmsg call of up to N datagrams, each with room for
 // the kernel's timestamp and, on an unconnected socket, the sender's
@@ -101,7 +103,9 @@ template <size_t N>
 class RxBatch {
  public:
   static constexpr size_t kBufferSize = 128;  // > kProbePacketSize.
-  static constexpr size_t kControlSize = 64;
+  // Room for SCM_TIMESTAMPNS and, on a socket with transmit stamps on,
+  // the SCM_TIMESTAMPING the kernel adds to received datagrams too.
+  static constexpr size_t kControlSize = 128;
 
   // `with_sender`: record each datagram's source address (see sender()).
   explicit RxBatch(bool with_sender) {

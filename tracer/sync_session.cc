@@ -66,7 +66,13 @@ absl::Status SyncSessionRunner::RunLocked(trace::SyncSession* session) {
   const int64_t start_ns = Clock::RawNowNs();
   const int64_t deadline_ns = start_ns + options_.sync_max_duration_ns;
   int consecutive_failures = 0;
+  bool answered_any = false;
   std::string last_problem = "no reply";
+  const auto add_exchange = [&](const probe::ProbeResult& result) {
+    hull::ProbeSample exchange = result.sample;
+    exchange.parent_bound_ns = 0;  // the master
+    session->exchanges.push_back(exchange);
+  };
   for (int32_t sent = 0; sent < options_.sync_max_messages; ++sent) {
     const int64_t sent_ns = Clock::RawNowNs();
     if (sent_ns >= deadline_ns) break;
@@ -76,29 +82,31 @@ absl::Status SyncSessionRunner::RunLocked(trace::SyncSession* session) {
     } else {
       const int64_t wait_until_ns =
           std::min(deadline_ns, sent_ns + options_.sync_reply_timeout_ns);
+      // Interleaved: a reply delivers the previous exchange (with the
+      // master's kernel transmit stamp), so "answered" is the reply itself.
+      const uint64_t answered_before = requester_->counters().answered.load();
       while (!answered) {
         const int64_t left_ns = wait_until_ns - Clock::RawNowNs();
         if (left_ns <= 0) break;
         const int timeout_ms = static_cast<int>(
             std::max<int64_t>(1, (left_ns + kNsPerMs - 1) / kNsPerMs));
-        absl::StatusOr<int> delivered = requester_->Poll(
-            timeout_ms, [&](const probe::ProbeResult& result) {
-              hull::ProbeSample exchange = result.sample;
-              exchange.parent_bound_ns = 0;  // the master
-              session->exchanges.push_back(exchange);
-              answered = true;
-            });
+        absl::StatusOr<int> delivered =
+            requester_->Poll(timeout_ms, add_exchange);
         if (!delivered.ok()) {
           last_problem = delivered.status().ToString();
           break;
         }
+        answered = requester_->counters().answered.load() > answered_before;
       }
     }
     // A master that does not answer three requests in a row is not there:
     // do not spend the whole session waiting for it.
     consecutive_failures = answered ? 0 : consecutive_failures + 1;
-    if (consecutive_failures >= 3 && session->exchanges.empty()) break;
+    answered_any = answered_any || answered;
+    if (consecutive_failures >= 3 && !answered_any) break;
   }
+  // The last exchange, held for a transmit stamp no further reply brings.
+  requester_->Flush(add_exchange);
   if (session->exchanges.empty()) return Unreachable(last_problem);
   return absl::OkStatus();
 }
