@@ -313,6 +313,19 @@ absl::StatusOr<DaemonConfig> ValidateConfig(const ConfigProto& c,
   d.clock_model = c.clock_model();
   d.inject_delay = c.inject_delay();
   d.probe_key_file = c.probe_key_file();
+  d.sample_log = c.sample_log();
+  d.truth_shm = c.truth_shm();
+  if (c.timestamping() == "kernel") {
+    d.timestamping = Timestamping::kKernel;
+  } else if (c.timestamping() == "hardware") {
+    d.timestamping = Timestamping::kHardware;
+  } else if (c.timestamping() == "user") {
+    d.timestamping = Timestamping::kUser;
+  } else {
+    return bad("timestamping",
+               absl::StrCat("must be kernel, hardware or user",
+                            got("timestamping")));
+  }
 
   // The rules between keys.
   if (d.node_id.empty()) return bad("node_id", "must not be empty");
@@ -378,6 +391,17 @@ absl::StatusOr<DaemonConfig> ValidateConfig(const ConfigProto& c,
       return bad("inject_delay",
                  "a test feature; refused without --enable_test_features");
     }
+    if (!d.truth_shm.empty()) {
+      return bad("truth_shm",
+                 "a test feature; refused without --enable_test_features");
+    }
+  }
+  if (!d.truth_shm.empty() && d.sample_log.empty()) {
+    return bad("truth_shm", "only meaningful with sample_log");
+  }
+  if (!d.truth_shm.empty() && !d.clock_model.empty()) {
+    return bad("truth_shm",
+               "needs the host's clock: refused with clock_model");
   }
   if (!d.clock_model.empty()) {
     hull::ClockModelParams params;

@@ -336,6 +336,18 @@ TEST(ConfigTest, EveryValidationErrorNamesItsFlag) {
        "bad flag --inject_delay: "},
       {{"--master", absl::StrCat("--probe_key_file=", key_file)},
        "bad flag --probe_key_file: "},
+      {{"--master", "--timestamping=ptp"},
+       "bad flag --timestamping: must be kernel, hardware or user, got "
+       "\"ptp\""},
+      {{"--master", "--sample_log=/tmp/s.csv", "--truth_shm=/tmp/m.shm"},
+       "bad flag --truth_shm: a test feature; refused without "
+       "--enable_test_features"},
+      {{"--master", "--enable_test_features", "--truth_shm=/tmp/m.shm"},
+       "bad flag --truth_shm: only meaningful with sample_log"},
+      {{"--master", "--enable_test_features", "--sample_log=/tmp/s.csv",
+        "--truth_shm=/tmp/m.shm", "--clock_model=offset=1s"},
+       "bad flag --truth_shm: needs the host's clock: refused with "
+       "clock_model"},
   };
   for (const auto& c : cases) {
     const std::string error = Error(c.args);

@@ -18,6 +18,7 @@
 #include "client/clock.h"
 #include "probe/address.h"
 #include "shm/path_lock.h"
+#include "probe/hw_timestamping.h"
 #include "probe/raw_clock.h"
 #include "shm/model_file.h"
 #include "spdlog/spdlog.h"
@@ -212,12 +213,34 @@ absl::Status Daemon::Start() {
   responder_options.time_source = published_time_.get();
   responder_options.delay = delay;
   responder_options.key = probe_key_;
+  responder_options.kernel_tx_stamps =
+      config_.timestamping != Timestamping::kUser;
   absl::StatusOr<std::unique_ptr<probe::ProbeResponder>> responder =
       probe::ProbeResponder::Create(responder_options);
   if (!responder.ok()) return responder.status();
   responder_ = std::move(*responder);
 
   delay_ = delay;
+  if (!config_.sample_log.empty()) {
+    sample_log_ = std::fopen(config_.sample_log.c_str(), "a");
+    if (sample_log_ == nullptr) {
+      return absl::ErrnoToStatus(
+          errno, absl::StrCat("sample_log '", config_.sample_log, "'"));
+    }
+    std::fprintf(sample_log_,
+                 "t1,t2,t3,t4%s,parent_bound_ns,kernel_t1,kernel_t3,accepted,"
+                 "estimate_ns,earliest_ns,latest_ns,published_ns\n",
+                 config_.truth_shm.empty() ? "" : ",truth_ns");
+    std::fflush(sample_log_);
+  }
+  if (!config_.truth_shm.empty()) {
+    absl::StatusOr<Clock> truth = Clock::Open(config_.truth_shm);
+    if (!truth.ok()) {
+      return absl::Status(truth.status().code(),
+                          absl::StrCat("truth_shm: ", truth.status().message()));
+    }
+    truth_clock_.emplace(std::move(*truth));
+  }
   if (!config_.parent.empty()) {
     // A pinned parent: probe it from the start.
     const absl::Status created = RetargetRequester(config_.parent);
@@ -313,15 +336,23 @@ absl::Status Daemon::RetargetRequester(const std::string& probe_address) {
   options.clock = local_clock_.get();
   options.delay = delay_;
   options.key = probe_key_;
+  options.kernel_tx_stamps = config_.timestamping != Timestamping::kUser;
+  options.interleaved = config_.timestamping != Timestamping::kUser;
   // A reply later than a few intervals is as good as lost.
   options.expiry_ns = std::max<int64_t>(3 * config_.probe_interval_ns, 1'000'000'000);
   absl::StatusOr<std::unique_ptr<probe::ProbeRequester>> requester =
       probe::ProbeRequester::Create(options);
   if (!requester.ok()) return requester.status();
   requester_ = std::move(*requester);
+  if (config_.timestamping == Timestamping::kHardware) {
+    hardware_summary_ =
+        probe::ProbeHardwareTimestampingOfSocket(requester_->socket_fd())
+            .summary;
+  }
   // The estimator keeps its window: every sample bounds global time,
   // whichever parent it came from (each is widened by that parent's bound).
-  spdlog::info("{}: probing {}", config_.node_id, probe_address);
+  spdlog::info("{}: probing {} (timestamps: {})", config_.node_id,
+               probe_address, TimestampingSummary());
   return absl::OkStatus();
 }
 
@@ -424,12 +455,14 @@ void Daemon::RunNode() {
         ++stats_.samples_from_unsynced_parent;
         return;
       }
-      if (hull::IsAccepted(estimator_->Add(reply.sample))) {
+      const bool accepted = hull::IsAccepted(estimator_->Add(reply.sample));
+      if (accepted) {
         ++stats_.samples_used;
         last_reply_raw_ns_ = probe::RawNowNs();
         depth_ = reply.parent_depth + 1u;
         depth_for_children_.store(depth_);
       }
+      if (sample_log_ != nullptr) LogSample(reply, accepted);
     });
     if (agent_) {
       const int64_t rtt = estimator_->stats().min_round_trip_ns;
@@ -512,6 +545,7 @@ void Daemon::UpdateSnapshot(int64_t raw_ns) {
   st.set_error_bound_ns(published_bound_ns_);
   st.set_uptime_ns(raw_ns - start_raw_ns_);
   st.set_version(kClocksyncVersion);
+  st.set_timestamping(TimestampingSummary());
   if (!agent_) {
     st.set_probe_address(config_.listen);
     st.set_grpc_address(config_.grpc_listen);
@@ -642,6 +676,61 @@ void Daemon::WriteStatus(int64_t raw_ns) {
   std::rename(tmp.c_str(), config_.status_file.c_str());
 }
 
+std::string Daemon::TimestampingSummary() const {
+  if (config_.timestamping == Timestamping::kUser) {
+    return "user (timestamping=user: readings before the send calls)";
+  }
+  std::string summary;
+  if (!delay_.enabled && responder_ != nullptr &&
+      !responder_->kernel_tx_stamps()) {
+    summary = "user: the kernel refused transmit stamps";
+  } else if (delay_.enabled) {
+    summary = "user (delay injection: the injected delay is the wire)";
+  } else if (config_.master || requester_ == nullptr) {
+    summary = "kernel";
+  } else if (!requester_->kernel_tx_stamps()) {
+    summary = "user: the kernel refused transmit stamps";
+  } else if (requester_->sending_version2()) {
+    summary = "kernel, interleaved";
+  } else {
+    summary = "kernel, basic (the parent speaks probe version 1)";
+  }
+  if (config_.timestamping == Timestamping::kHardware) {
+    absl::StrAppend(&summary, "; hardware asked: ",
+                    hardware_summary_.empty() ? "no parent yet"
+                                              : hardware_summary_,
+                    "; kernel stamps used");
+  }
+  return summary;
+}
+
+void Daemon::LogSample(const probe::ProbeResult& reply, bool accepted) {
+  const hull::ProbeSample& s = reply.sample;
+  // The raw instant of t4: the local clock is the raw clock unless
+  // modeled (truth_shm is refused with a clock model).
+  const int64_t raw_t4_ns = model_ ? probe::RawNowNs() : s.t4_ns;
+  const hull::TimeEstimate e = estimator_->Estimate(s.t4_ns);
+  std::string truth;
+  if (truth_clock_) {
+    const TimeReading t = truth_clock_->At(raw_t4_ns);
+    truth = absl::StrCat(",", t.global_ns);
+  }
+  const bool synced = e.state != hull::SyncState::kUnsynced;
+  std::fprintf(sample_log_, "%lld,%lld,%lld,%lld%s,%lld,%d,%d,%d,%s,%s,%s,%s\n",
+               static_cast<long long>(s.t1_ns), static_cast<long long>(s.t2_ns),
+               static_cast<long long>(s.t3_ns), static_cast<long long>(s.t4_ns),
+               truth.c_str(), static_cast<long long>(s.parent_bound_ns),
+               reply.kernel_t1 ? 1 : 0, reply.kernel_t3 ? 1 : 0,
+               accepted ? 1 : 0,
+               synced ? absl::StrCat(e.global_ns).c_str() : "",
+               synced ? absl::StrCat(e.earliest_ns).c_str() : "",
+               synced ? absl::StrCat(e.latest_ns).c_str() : "",
+               slewer_.synchronized()
+                   ? absl::StrCat(slewer_.PublishedAt(raw_t4_ns)).c_str()
+                   : "");
+  std::fflush(sample_log_);
+}
+
 void Daemon::Shutdown() {
   if (leave_thread_.joinable()) leave_thread_.join();
   if (agent_) agent_->Stop();
@@ -657,6 +746,10 @@ void Daemon::Shutdown() {
   responder_.reset();
   published_time_.reset();
   agent_.reset();
+  if (sample_log_ != nullptr) {
+    std::fclose(sample_log_);
+    sample_log_ = nullptr;
+  }
   if (publisher_) {
     publisher_->Close();
     publisher_.reset();

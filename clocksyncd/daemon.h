@@ -30,6 +30,7 @@
 
 #include "absl/status/status.h"
 #include "clocksyncd/mapping_slewer.h"
+#include "client/clock.h"
 #include "clocksyncd/membership_agent.h"
 #include "probe/delay_injection.h"
 #include "probe/requester.h"
@@ -46,6 +47,13 @@ namespace clocksync {
 // ValidateConfig() (clocksyncd/config.h) from the schema proto/config.proto,
 // which holds every key's default, range and documentation; the fields are
 // named after the keys (durations get _ns). No defaults here on purpose.
+// The `timestamping` key.
+enum class Timestamping {
+  kKernel,    // Kernel software stamps, interleaved (protocol version 2).
+  kHardware,  // Asked for NIC stamps; reported, kernel stamps used.
+  kUser,      // Readings before the send calls, version-1 probes.
+};
+
 struct DaemonConfig {
   std::string node_id;
   bool master = false;
@@ -87,6 +95,12 @@ struct DaemonConfig {
   // The tree's shared probe key (clocksyncd/probe_auth.h); empty: probes
   // are not authenticated.
   std::string probe_key_file;
+  // Where probe timestamps come from (the `timestamping` key).
+  Timestamping timestamping = Timestamping::kKernel;
+  // Optional CSV of every answered probe (deploy/error_budget.sh).
+  std::string sample_log;
+  // Test feature: the master's segment, for truth_ns in sample_log.
+  std::string truth_shm;
 };
 
 struct DaemonStats {
@@ -175,6 +189,14 @@ class Daemon {
   MappingSlewer slewer_;
   // Parent's side of the latest samples.
   int64_t last_reply_raw_ns_ = 0;
+  // How probes are stamped, for status and the log ("kernel, interleaved",
+  // ...); refreshed by the sync loop.
+  std::string TimestampingSummary() const;
+  std::string hardware_summary_;  // With timestamping=hardware only.
+  // sample_log (null: none) and, with truth_shm, the master's time.
+  FILE* sample_log_ = nullptr;
+  std::optional<clocksync::Clock> truth_clock_;
+  void LogSample(const probe::ProbeResult& reply, bool accepted);
   uint32_t depth_ = 0;
   std::atomic<uint32_t> depth_for_children_{0};
   uint64_t inconsistencies_seen_ = 0;

@@ -219,6 +219,8 @@ class ProbeRequester {
   // Whether t1 comes from kernel transmit stamps (asked for, and the kernel
   // agreed).
   bool kernel_tx_stamps() const { return tx_stamps_.enabled(); }
+  // The connected socket, for diagnostics (its local address); owned.
+  int socket_fd() const { return fd_; }
   // Whether requests go out as version 2 now (not fallen back).
   bool sending_version2() const { return options_.interleaved && !use_v1_; }
 

@@ -283,6 +283,9 @@ std::string FormatStatusText(const NodeStatus& status, int64_t max_error_ns) {
                 absl::StrCat(status.samples_in_window(),
                              " in window (hulls: ", status.lower_hull_size(),
                              " lower, ", status.upper_hull_size(), " upper)"));
+    if (!status.timestamping().empty()) {
+      out += Line("Timestamps", status.timestamping());
+    }
     out += Line("Min round trip",
                 status.samples_in_window() > 0
                     ? FormatDurationNs(status.min_round_trip_ns())

@@ -43,7 +43,8 @@ bool ParseSamplesCsv(std::istream& in, const std::string& name,
   static const char* const kColumns[] = {"t1", "t2", "t3", "t4", "truth_ns"};
   std::string line;
   int line_number = 0;
-  size_t columns = 0;
+  size_t columns = 0;  // Read: 4, or 5 with truth_ns.
+  size_t width = 0;    // In each line.
   auto fail = [&](const std::string& what) {
     *error = name + ":" + std::to_string(line_number) + ": " + what;
     return false;
@@ -54,20 +55,23 @@ bool ParseSamplesCsv(std::istream& in, const std::string& name,
     if (trimmed.empty() || trimmed[0] == '#') continue;
     const std::vector<std::string> fields = SplitCommas(trimmed);
     if (columns == 0) {
-      if (fields.size() != 4 && fields.size() != 5) {
+      if (fields.size() < 4) {
         return fail("expected the header t1,t2,t3,t4 (optionally ,truth_ns)");
       }
-      for (size_t i = 0; i < fields.size(); ++i) {
+      for (size_t i = 0; i < 4; ++i) {
         if (fields[i] != kColumns[i]) {
           return fail("header column " + std::to_string(i + 1) + " is '" +
                       fields[i] + "', expected '" + kColumns[i] + "'");
         }
       }
-      columns = fields.size();
+      // Columns after t1..t4[,truth_ns] (a daemon's sample_log has more)
+      // are ignored.
+      columns = fields.size() >= 5 && fields[4] == "truth_ns" ? 5 : 4;
+      width = fields.size();
       continue;
     }
-    if (fields.size() != columns) {
-      return fail("expected " + std::to_string(columns) + " fields, got " +
+    if (fields.size() != width) {
+      return fail("expected " + std::to_string(width) + " fields, got " +
                   std::to_string(fields.size()));
     }
     int64_t v[5] = {};

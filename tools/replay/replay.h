@@ -7,8 +7,9 @@
 //
 // Input CSV: header `t1,t2,t3,t4` (integer ns), optionally a fifth column
 // `truth_ns`: the true global time at local instant t4 (simulations know
-// it). Output CSV: header `t4,estimate_ns,earliest_ns,latest_ns`, one row per
-// input sample, fields after t4 empty until synchronized.
+// it); further columns are ignored (a daemon's sample_log). Output CSV:
+// header `t4,estimate_ns,earliest_ns,latest_ns`, one row per input sample,
+// fields after t4 empty until synchronized.
 
 #ifndef CLOCKSYNC_TOOLS_REPLAY_REPLAY_H_
 #define CLOCKSYNC_TOOLS_REPLAY_REPLAY_H_

@@ -33,6 +33,18 @@ TEST(ReplayTest, ParsesWithAndWithoutTruth) {
   ASSERT_TRUE(Parse("t1,t2,t3,t4,truth_ns\n1,2,3,4,9\n", &v, &error));
   ASSERT_EQ(v.size(), 1u);
   EXPECT_EQ(*v[0].truth_ns, 9);
+  // A daemon's sample_log: more columns, ignored; every line as wide.
+  v.clear();
+  ASSERT_TRUE(Parse("t1,t2,t3,t4,truth_ns,kernel_t1\n1,2,3,4,9,1\n", &v,
+                    &error));
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(*v[0].truth_ns, 9);
+  v.clear();
+  ASSERT_TRUE(Parse("t1,t2,t3,t4,kernel_t1\n1,2,3,4,1\n", &v, &error));
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_FALSE(v[0].truth_ns.has_value());
+  EXPECT_FALSE(Parse("t1,t2,t3,t4,x\n1,2,3,4\n", &v, &error));
+  EXPECT_EQ(error, "s.csv:2: expected 5 fields, got 4");
 }
 
 TEST(ReplayTest, ErrorsNameTheLine) {
