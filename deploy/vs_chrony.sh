@@ -104,6 +104,8 @@ else
   ns_client="$ns_server"
   server_addr=127.0.0.1 client_addr=127.0.0.1
 fi
+# (Background daemons are started with `ip netns exec` itself, not through
+# these functions, so that $! is the daemon and cleanup stops it.)
 in_server() { ip netns exec "$ns_server" "$@"; }
 in_client() { ip netns exec "$ns_client" "$@"; }
 
@@ -129,11 +131,11 @@ summarize() {  # FILE (lines "error_ns bound_ns rtt_ns") -> "rms max bound_mean 
 for ((run = 1; run <= runs; ++run)); do
   echo "== run $run of $runs: $link, 1 probe per $interval, ${warmup} s warm-up, ${duration} s measured" >&2
   port=$((20000 + RANDOM % 20000))
-  in_server "$daemon" --master --node_id=master --listen="$server_addr:$port" \
+  ip netns exec "$ns_server" "$daemon" --master --node_id=master --listen="$server_addr:$port" \
     --grpc_listen="$server_addr:$((port + 1))" --shm_path="$work/master.shm" \
     >"$work/master.log" 2>&1 &
   pids+=($!)
-  in_client "$daemon" --node_id=n1 --parent="$server_addr:$port" \
+  ip netns exec "$ns_client" "$daemon" --node_id=n1 --parent="$server_addr:$port" \
     --listen="$client_addr:$((port + 2))" --grpc_listen="$client_addr:$((port + 3))" \
     --shm_path="$work/n1.shm" --probe_interval="$interval" >"$work/n1.log" 2>&1 &
   pids+=($!)

@@ -2,6 +2,7 @@
 
 #include "hull/adaptive_estimator.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace clocksync::hull {
@@ -27,8 +28,10 @@ int64_t AdaptiveWindowEstimator::selected_window_ns() const {
 AddResult AdaptiveWindowEstimator::Add(const ProbeSample& s) {
   // Score each level's prediction of this sample before it learns from it.
   const int64_t mid_x = s.t1_ns + (s.t4_ns - s.t1_ns) / 2;
-  const double round_trip =
-      static_cast<double>(s.t4_ns - s.t1_ns) - static_cast<double>(s.t3_ns - s.t2_ns);
+  // Negative round trips (within the sample's widening) count as 0.
+  const double round_trip = std::max(
+      0.0, static_cast<double>(s.t4_ns - s.t1_ns) -
+               static_cast<double>(s.t3_ns - s.t2_ns));
   const int64_t min_round_trip = levels_[0]->stats().min_round_trip_ns;
   bool all_synced = true;
   std::vector<TimeEstimate> predictions(levels_.size());
@@ -36,7 +39,7 @@ AddResult AdaptiveWindowEstimator::Add(const ProbeSample& s) {
     predictions[k] = levels_[k]->Estimate(mid_x);
     all_synced = all_synced && predictions[k].state != SyncState::kUnsynced;
   }
-  if (all_synced && round_trip >= 0 && s.t4_ns > s.t1_ns && min_round_trip > 0) {
+  if (all_synced && s.t4_ns > s.t1_ns && levels_[0]->stats().accepted > 0) {
     // Midpoint offset of the sample, relative to level 0's estimate to keep
     // the arithmetic small: residual_k = midpoint − estimate_k.
     const __int128 twice_midpoint = static_cast<__int128>(s.t2_ns) - s.t1_ns +

@@ -18,6 +18,11 @@
 // point up, response point down), so that its lines and bound are against
 // the true global time however the parent's time wiggles (bounds add up
 // down the tree, and a parent's corrections never make the hulls cross).
+// The probe transport adds to it the uncertainty of converting the kernel's
+// receive stamps of t2 and t4 (probe/udp_socket.h), which it gives at the
+// middle of their possible range rather than at its late end: a symmetric
+// widening keeps the bound valid without biasing the estimate toward the
+// side whose receiver woke up later.
 // The post-mortem corrections ignore it: they are against the master.
 //
 // A plain struct; safe to copy.
@@ -35,6 +40,7 @@ struct ProbeSample {
   int64_t t3_ns = 0;            // parent answered (global)
   int64_t t4_ns = 0;            // answer arrived (local clock)
   int64_t parent_bound_ns = 0;  // |error| of t2 and t3 against global time
+                                // (and of the receive stamps, see above)
 
   // An exchange whose master gave one stamp m for both t2 and t3 (the
   // post-mortem CSV's "s,m,r" rows).

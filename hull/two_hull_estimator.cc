@@ -86,16 +86,20 @@ AddResult TwoHullEstimator::Add(const ProbeSample& s) {
     ++stats_.rejected_reply_before_request;
     return AddResult::kRejectedReplyBeforeRequest;
   }
-  // (t4 − t1) − (t3 − t2), computed without overflow for any int64 inputs.
-  const __int128 round_trip = static_cast<__int128>(s.t4_ns) - s.t1_ns -
-                              (static_cast<__int128>(s.t3_ns) - s.t2_ns);
-  if (round_trip < 0 || round_trip > config_.max_round_trip_ns) {
-    ++stats_.rejected_round_trip;
-    return AddResult::kRejectedRoundTrip;
-  }
   if (s.parent_bound_ns < 0 || s.parent_bound_ns > config_.max_parent_bound_ns) {
     ++stats_.rejected_parent_bound;
     return AddResult::kRejectedParentBound;
+  }
+  // (t4 − t1) − (t3 − t2), computed without overflow for any int64 inputs.
+  // t2 and t3 are known within ± parent_bound_ns (which also covers the
+  // receive stamps' conversion, hull/probe_sample.h), so a round trip down
+  // to −2 · parent_bound_ns is consistent with a non-negative true one.
+  const __int128 round_trip = static_cast<__int128>(s.t4_ns) - s.t1_ns -
+                              (static_cast<__int128>(s.t3_ns) - s.t2_ns);
+  if (round_trip < -2 * static_cast<__int128>(s.parent_bound_ns) ||
+      round_trip > config_.max_round_trip_ns) {
+    ++stats_.rejected_round_trip;
+    return AddResult::kRejectedRoundTrip;
   }
   if (have_last_ && (s.t1_ns <= last_t1_ || s.t4_ns <= last_t4_)) {
     ++stats_.rejected_time_backwards;
@@ -105,7 +109,7 @@ AddResult TwoHullEstimator::Add(const ProbeSample& s) {
   last_t1_ = s.t1_ns;
   last_t4_ = s.t4_ns;
   ++stats_.accepted;
-  const int64_t rtt = static_cast<int64_t>(round_trip);
+  const int64_t rtt = std::max<int64_t>(0, static_cast<int64_t>(round_trip));
   stats_.min_round_trip_ns = stats_.accepted == 1
                                  ? rtt
                                  : std::min(stats_.min_round_trip_ns, rtt);

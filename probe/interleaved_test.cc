@@ -52,10 +52,12 @@ int64_t RoundTripNs(const hull::ProbeSample& s) {
   return (s.t4_ns - s.t1_ns) - (s.t3_ns - s.t2_ns);
 }
 
+// Causal order within the sample's widening (the receive stamps t2 and t4
+// are the middles of their ranges, hull/probe_sample.h).
 void ExpectCausal(const hull::ProbeSample& s) {
-  EXPECT_LE(s.t1_ns, s.t2_ns - kHourNs);
+  EXPECT_LE(s.t1_ns, s.t2_ns - kHourNs + s.parent_bound_ns);
   EXPECT_LE(s.t2_ns, s.t3_ns);
-  EXPECT_LE(s.t3_ns - kHourNs, s.t4_ns);
+  EXPECT_LE(s.t3_ns - kHourNs - s.parent_bound_ns, s.t4_ns);
 }
 
 int64_t MinRoundTripNs(const std::vector<ProbeResult>& results) {
@@ -87,8 +89,10 @@ TEST(InterleavedTest, BothSidesNewGiveFourKernelStamps) {
     // All but the last (flushed) carry the parent's transmit stamp, whose
     // bound is the parent's plus its growth since the user-space t3.
     EXPECT_EQ(r.kernel_t3, i + 1 < results.size());
+    // (1234 is the fake parent's; the rest, the receive stamps' widening
+    // and the growth since the user-space t3: well under 1 ms.)
     EXPECT_GE(r.sample.parent_bound_ns, 1234);
-    EXPECT_LT(r.sample.parent_bound_ns, 1234 + 1000);
+    EXPECT_LT(r.sample.parent_bound_ns, 1234 + 1'000'000);
     EXPECT_EQ(r.parent_depth, 3);
     if (i > 0) {
       EXPECT_GT(r.sample.t1_ns, results[i - 1].sample.t1_ns);
@@ -155,7 +159,7 @@ TEST(InterleavedTest, ParentWithoutTransmitStamps) {
   for (const ProbeResult& r : results) {
     ExpectCausal(r.sample);
     EXPECT_FALSE(r.kernel_t3);
-    EXPECT_EQ(r.sample.parent_bound_ns, 1234);
+    EXPECT_GE(r.sample.parent_bound_ns, 1234);
   }
   EXPECT_EQ(requester->counters().interleaved.load(), 0u);
   EXPECT_EQ(requester->counters().interleave_misses.load(), 10u);

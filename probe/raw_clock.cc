@@ -91,4 +91,17 @@ int64_t RealtimeToRaw::ToRawEarly(int64_t realtime_ns) const {
   return raw_ns;
 }
 
+int64_t RealtimeToRaw::ToRawCentered(int64_t realtime_ns,
+                                     int64_t* uncertainty_ns) const {
+  const int64_t early_ns = ToRawEarly(realtime_ns);
+  const int64_t late_ns = ToRaw(realtime_ns);
+  if (early_ns == INT64_MIN || late_ns == INT64_MAX) {
+    *uncertainty_ns = INT64_MAX;
+    return late_ns == INT64_MAX ? early_ns : late_ns;
+  }
+  const int64_t half_ns = (late_ns - early_ns + 1) / 2;
+  *uncertainty_ns = half_ns;
+  return late_ns - half_ns;
+}
+
 }  // namespace clocksync::probe

@@ -71,6 +71,12 @@ class RealtimeToRaw {
   // where an early error only looks like extra network delay.
   int64_t ToRawEarly(int64_t realtime_ns) const;
 
+  // The middle of [ToRawEarly, ToRaw] and, in *uncertainty_ns, how far the
+  // true raw time may be from it either way (half that range, rounded up).
+  // Unbiased where the one-sided conversions are biased by the rate margin
+  // (1000 ppm of the stamp's age: 100 ns for a receiver that woke up 100 µs
+  // after its packet came).
+  int64_t ToRawCentered(int64_t realtime_ns, int64_t* uncertainty_ns) const;
   // Width of the kept sandwich, ns (the conversion's error at age 0).
   int64_t sandwich_width_ns() const { return raw_after_ns_ - raw_before_ns_; }
   // Raw time at the end of the kept sandwich, ns.

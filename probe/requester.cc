@@ -376,13 +376,17 @@ int ProbeRequester::HandleBatch(int count, int64_t raw_after_receive_ns,
       Bump(counters_.echo_mismatch);
       continue;
     }
+    int64_t receive_uncertainty_ns = 0;
     const int64_t raw_receive_ns = probe_internal::ReceiveRawNs(
         received, raw_after_receive_ns, realtime_to_raw_,
-        counters_.rx_timestamp_fallbacks);
+        counters_.rx_timestamp_fallbacks, &receive_uncertainty_ns);
+    // t4 is the middle of the receive stamp's range: the sample is widened
+    // by its uncertainty (on the local clock: at most 1000 ppm more).
+    const int64_t u_ns = receive_uncertainty_ns;
     ProbeResult result;
-    result.sample = hull::ProbeSample{slot->t1_ns, reply.t2_ns, reply.t3_ns,
-                                      clock_->LocalAt(raw_receive_ns),
-                                      reply.parent_bound_ns};
+    result.sample = hull::ProbeSample{
+        slot->t1_ns, reply.t2_ns, reply.t3_ns, clock_->LocalAt(raw_receive_ns),
+        reply.parent_bound_ns + u_ns + u_ns / 1000 + (u_ns > 0 ? 1 : 0)};
     result.parent_state = reply.parent_state;
     result.parent_depth = reply.parent_depth;
     result.parent_id = reply.sender_id;

@@ -53,6 +53,14 @@ inline void StampT3(const ParentTime& now, ProbePacket& reply) {
 
 }  // namespace
 
+// The reply's bound covers t2's conversion too: t2 is the middle of the
+// receive stamp's range (probe/udp_socket.h), within ± the uncertainty in
+// raw time, and global time runs at 1 ± 1000 ppm of raw time at most.
+void ProbeResponder::WidenForT2(TxSlot& tx) {
+  const int64_t u_ns = tx.receive_uncertainty_ns;
+  tx.packet.parent_bound_ns += u_ns + u_ns / 1000 + (u_ns > 0 ? 1 : 0);
+}
+
 uint64_t ResponderCounters::malformed_total() const {
   return probe_internal::Sum(malformed);
 }
@@ -203,7 +211,7 @@ void ProbeResponder::HandleBatch(int count, int64_t raw_after_receive_ns) {
       TxSlot& tx = tx_[ready];
       tx.raw_receive_ns = probe_internal::ReceiveRawNs(
           header, raw_after_receive_ns, realtime_to_raw_,
-          counters_.rx_timestamp_fallbacks);
+          counters_.rx_timestamp_fallbacks, &tx.receive_uncertainty_ns);
       tx.packet = ProbePacket{};
       tx.packet.version = request.version;
       tx.packet.type = ProbeType::kReply;
@@ -229,6 +237,7 @@ void ProbeResponder::HandleBatch(int count, int64_t raw_after_receive_ns) {
         // Emulated network: t3 is now, the reply leaves when due.
         const int64_t raw_send_ns = RawNowNs();
         StampT3(source.GlobalAt(raw_send_ns), tx.packet);
+        WidenForT2(tx);
         EncodeProbe(tx.packet, tx.data, Key());
         if (options_.observer != nullptr) {
           options_.observer->OnReply(raw_send_ns - tx.raw_receive_ns);
@@ -248,6 +257,7 @@ void ProbeResponder::HandleBatch(int count, int64_t raw_after_receive_ns) {
   for (size_t j = 0; j < ready; ++j) {
     TxSlot& tx = tx_[j];
     StampT3(now, tx.packet);
+    WidenForT2(tx);
     EncodeProbe(tx.packet, tx.data, Key());
   }
   SendPrepared(ready);

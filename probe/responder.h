@@ -190,6 +190,8 @@ class ProbeResponder {
   void SendPrepared(size_t count);
   // Sends the delayed replies due at `raw_now_ns`.
   void SendDue(int64_t raw_now_ns);
+  struct TxSlot;
+  static void WidenForT2(TxSlot& tx);
   // Moves the kernel's transmit stamps into stamp_table_.
   void DrainTxStamps();
   void OnTxStamp(uint32_t key, int64_t realtime_ns);
@@ -216,6 +218,7 @@ class ProbeResponder {
   struct TxSlot {
     ProbePacket packet;
     int64_t raw_receive_ns;
+    int64_t receive_uncertainty_ns;  // Added to the reply's bound.
     uint8_t data[kProbePacketSize];
     sockaddr_storage to;
     socklen_t to_len;

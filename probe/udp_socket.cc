@@ -136,7 +136,9 @@ absl::StatusOr<ProbeSocket> OpenProbeSocket(const std::string& address,
 
 int64_t ReceiveRawNs(const msghdr& header, int64_t raw_after_receive_ns,
                      const RealtimeToRaw& realtime_to_raw,
-                     std::atomic<uint64_t>& fallbacks) {
+                     std::atomic<uint64_t>& fallbacks,
+                     int64_t* uncertainty_ns) {
+  *uncertainty_ns = 0;
   for (cmsghdr* c = CMSG_FIRSTHDR(&header); c != nullptr;
        c = CMSG_NXTHDR(const_cast<msghdr*>(&header), c)) {
     if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_TIMESTAMPNS ||
@@ -148,13 +150,22 @@ int64_t ReceiveRawNs(const msghdr& header, int64_t raw_after_receive_ns,
     if (stamp.tv_sec < 0 || stamp.tv_sec > INT64_MAX / 1'000'000'000 - 1) {
       break;
     }
-    const int64_t raw_ns = realtime_to_raw.ToRaw(
-        static_cast<int64_t>(stamp.tv_sec) * 1'000'000'000 + stamp.tv_nsec);
-    if (raw_ns < raw_after_receive_ns - kMaxReceiveAgeNs ||
-        raw_ns > raw_after_receive_ns + kMaxReceiveAheadNs) {
+    const int64_t realtime_ns =
+        static_cast<int64_t>(stamp.tv_sec) * 1'000'000'000 + stamp.tv_nsec;
+    int64_t half_ns = 0;
+    const int64_t center_ns = realtime_to_raw.ToRawCentered(realtime_ns, &half_ns);
+    if (half_ns > kMaxReceiveAheadNs ||
+        center_ns < raw_after_receive_ns - kMaxReceiveAgeNs ||
+        center_ns > raw_after_receive_ns + kMaxReceiveAheadNs) {
       break;
     }
-    return std::min(raw_ns, raw_after_receive_ns);
+    // The true instant is in [center − half, center + half], and not after
+    // the reading: the middle of what is left.
+    const int64_t early_ns = center_ns - half_ns;
+    const int64_t late_ns = std::min(center_ns + half_ns, raw_after_receive_ns);
+    if (late_ns < early_ns) break;  // Implausible: after the reading.
+    *uncertainty_ns = (late_ns - early_ns + 1) / 2;
+    return late_ns - *uncertainty_ns;
   }
   Bump(fallbacks);
   return raw_after_receive_ns;

@@ -6,11 +6,13 @@
 // (its Bazel target is visible to //probe only).
 //
 // Receive instants: the kernel stamps each datagram with CLOCK_REALTIME;
-// ReceiveRawNs converts the stamp with RealtimeToRaw (raw_clock.h), which is
-// biased late, clamps it to a raw reading taken right after the receive
-// call, and uses that reading instead when the kernel gave no stamp or an
-// implausible one (CLOCK_REALTIME was stepped). A late receive instant only
-// looks like extra network delay, so the estimator's bound stays valid.
+// ReceiveRawNs converts the stamp with RealtimeToRaw (raw_clock.h) to the
+// middle of its possible range, clipped at a raw reading taken right after
+// the receive call, and says how far off it may be; the sample is widened
+// by that much on both sides, which keeps the estimator's bound valid
+// without biasing it. It uses that reading instead (late: it only looks
+// like extra network delay) when the kernel gave no stamp or an
+// implausible one (CLOCK_REALTIME was stepped).
 //
 // Counters: every counter of the responder and the requester has one
 // writer, the thread that owns the socket; Bump() is a relaxed load and
@@ -80,12 +82,16 @@ std::string FormatAddress(const sockaddr_storage& address);
 uint16_t PortOf(const sockaddr_storage& address);
 
 // Raw instant a datagram arrived: the kernel's stamp in `header`'s control
-// data converted and checked against `raw_after_receive_ns` (a reading
-// taken after the receive call), or that reading when there is no usable
-// stamp (then `fallbacks` is bumped).
+// data converted (RealtimeToRaw::ToRawCentered) and checked against
+// `raw_after_receive_ns` (a reading taken after the receive call), with
+// *uncertainty_ns: the true instant is within ± that of the result (the
+// caller widens its sample by it; see hull/probe_sample.h). Without a
+// usable stamp: that reading, late-biased, uncertainty 0 (then `fallbacks`
+// is bumped).
 int64_t ReceiveRawNs(const msghdr& header, int64_t raw_after_receive_ns,
                      const RealtimeToRaw& realtime_to_raw,
-                     std::atomic<uint64_t>& fallbacks);
+                     std::atomic<uint64_t>& fallbacks,
+                     int64_t* uncertainty_ns);
 
 // Hands msgs[0..count) to sendmmsg (retrying on EINTR) until each was sent
 // or refused: `sent` counts the datagrams the kernel took, `errors` those it
