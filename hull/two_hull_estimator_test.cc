@@ -56,6 +56,24 @@ TEST(EstimatorTest, UnsyncedUntilSamplesSpanTime) {
   EXPECT_EQ(est.Estimate(2 * kSecond + 100).state, SyncState::kSynced);
 }
 
+// A round trip of −200 is consistent with t2 and t3 each ±100 off (the
+// receive stamps are given at the middle of their range and the sample
+// widened, hull/probe_sample.h); −202 is not.
+TEST(EstimatorTest, NegativeRoundTripsWithinTheWideningAreAccepted) {
+  TwoHullEstimator est(ExactConfig(300 * kSecond));
+  EXPECT_EQ(est.Add({300, 1000, 1302, 400, 100}),
+            AddResult::kRejectedRoundTrip);
+  EXPECT_EQ(est.Add({300, 1000, 1300, 400, 100}), AddResult::kAccepted);
+  EXPECT_EQ(est.stats().min_round_trip_ns, 0);  // Counted as 0, not < 0.
+  // The widened constraints still hold the sample's offsets: 700 − 100 ≤
+  // θ ≤ 700 + 100 at x = 300..400.
+  est.Add({kSecond, kSecond + 700, kSecond + 800, kSecond + 100, 100});
+  const TimeEstimate e = est.Estimate(kSecond + 100);
+  ASSERT_NE(e.state, SyncState::kUnsynced);
+  EXPECT_GE(e.offset_ns, 600);
+  EXPECT_LE(e.offset_ns, 800);
+}
+
 TEST(EstimatorTest, ImplausibleSamplesAreCountedAndDropped) {
   EstimatorConfig c = ExactConfig(300 * kSecond);
   c.max_round_trip_ns = 1'000'000;

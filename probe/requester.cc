@@ -3,6 +3,7 @@
 
 #include "probe/requester.h"
 
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -76,9 +77,43 @@ ProbeRequester::ProbeRequester(const Options& options, int fd)
     // Where the kernel refuses, t1 stays the reading before the send.
     tx_stamps_.Enable(fd_).IgnoreError();
   }
+  if (options_.warm_up && tx_stamps_.enabled()) {
+    // A socket on the loopback connected to itself; without a loopback
+    // (a namespace with lo down) there is no warm-up.
+    warm_fd_ = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    sockaddr_in self{};
+    self.sin_family = AF_INET;
+    self.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(self);
+    if (warm_fd_ >= 0 &&
+        (bind(warm_fd_, reinterpret_cast<sockaddr*>(&self), sizeof(self)) != 0 ||
+         getsockname(warm_fd_, reinterpret_cast<sockaddr*>(&self), &len) != 0 ||
+         connect(warm_fd_, reinterpret_cast<sockaddr*>(&self), len) != 0)) {
+      close(warm_fd_);
+      warm_fd_ = -1;
+    }
+    // Stamped like the probe socket, so that the stamping path runs warm
+    // too (its stamps are read and dropped).
+    if (warm_fd_ >= 0 && !warm_stamps_.Enable(warm_fd_).ok()) {
+      close(warm_fd_);
+      warm_fd_ = -1;
+    }
+  }
 }
 
-ProbeRequester::~ProbeRequester() { close(fd_); }
+ProbeRequester::~ProbeRequester() {
+  close(fd_);
+  if (warm_fd_ >= 0) close(warm_fd_);
+}
+
+void ProbeRequester::WarmUp() {
+  if (warm_fd_ < 0) return;
+  uint8_t byte = 0;
+  if (send(warm_fd_, &byte, 1, MSG_DONTWAIT) == 1) {
+    recv(warm_fd_, &byte, 1, MSG_DONTWAIT);
+  }
+  warm_stamps_.Drain([](uint32_t, int64_t) {});
+}
 
 size_t ProbeRequester::outstanding() const {
   size_t n = 0;
@@ -176,6 +211,7 @@ absl::Status ProbeRequester::SendProbe() {
   if (v2 && held_.valid) request.prev_nonce = held_.nonce;
   uint8_t data[kProbePacketSize];
 
+  if (delay_queue_ == nullptr) WarmUp();
   const int64_t raw_t1_ns = RawNowNs();
   request.t1_ns = clock_->LocalAt(raw_t1_ns);
   EncodeProbe(request, data, Key());

@@ -184,6 +184,14 @@ class ProbeRequester {
     // Version-2 requests and interleaved samples (see the file comment);
     // false: version 1, each sample delivered with its own reply.
     bool interleaved = true;
+    // Before each request, send one byte through the host's UDP stack to a
+    // socket of our own on the loopback and read it back, so that the
+    // request's path from its transmit stamp to the parent's receive stamp
+    // runs with warm caches, as the parent's reply (sent right after it
+    // received) does. After an idle probe interval the cold path took up
+    // to a few µs longer one way (loopback, this host), which biased the
+    // offset by half that. With kernel transmit stamps only.
+    bool warm_up = true;
   };
 
   // Resolves the address and connects a UDP socket to it (so that only the
@@ -272,6 +280,9 @@ class ProbeRequester {
     return options_.key.has_value() ? &*options_.key : nullptr;
   }
   const int fd_;
+  int warm_fd_ = -1;  // Options::warm_up: a UDP socket connected to itself.
+  probe_internal::TxStamps warm_stamps_;
+  void WarmUp();
   IdentityClock identity_clock_;
   LocalClock* const clock_;
   RequesterCounters counters_;
