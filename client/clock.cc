@@ -6,6 +6,8 @@
 
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
+#include <string>
 #include <mutex>
 #include <utility>
 
@@ -96,6 +98,7 @@ Clock::Clock(const clocksync_shm_mapping* section, const ClockOptions& options,
 
 Clock::Clock(Clock&& other) noexcept
     : section_(std::exchange(other.section_, nullptr)),
+      tsc_section_(std::exchange(other.tsc_section_, nullptr)),
       stale_limit_ns_(other.stale_limit_ns_),
       stale_growth_ppb_(other.stale_growth_ppb_),
       max_read_attempts_(other.max_read_attempts_),
@@ -104,6 +107,7 @@ Clock::Clock(Clock&& other) noexcept
 Clock& Clock::operator=(Clock&& other) noexcept {
   if (this != &other) {
     section_ = std::exchange(other.section_, nullptr);
+    tsc_section_ = std::exchange(other.tsc_section_, nullptr);
     stale_limit_ns_ = other.stale_limit_ns_;
     stale_growth_ppb_ = other.stale_growth_ppb_;
     max_read_attempts_ = other.max_read_attempts_;
@@ -141,8 +145,37 @@ int Clock::OpenWithCode(const std::string& path, const ClockOptions& options,
   remapper->reader = std::move(reader);
   const clocksync_shm_mapping* section =
       &remapper->reader->segment()->mapping;
+  const clocksync_shm_tsc* tsc = &remapper->reader->segment()->tsc;
   out->reset(new Clock(section, options, std::move(remapper)));
+#if defined(__x86_64__)
+  const char* env = std::getenv("CLOCKSYNC_TSC");
+  const bool env_off = env != nullptr && std::string(env) == "off";
+  if (options.use_tsc && !env_off) (*out)->tsc_section_ = tsc;
+#else
+  (void)tsc;
+#endif
   return CLOCKSYNC_OK;
+}
+
+bool Clock::UsesTsc() const noexcept {
+#if defined(__x86_64__)
+  if (tsc_section_ == nullptr) return false;
+  TscValues t;
+  int64_t raw_ns;
+  return shm::TryReadTscSection(tsc_section_, &t) &&
+         shm::TscToRaw(t, ReadTsc(), &raw_ns);
+#else
+  return false;
+#endif
+}
+
+TimeReading Clock::Widened(TimeReading r, int64_t extra_bound_ns) noexcept {
+  if (r.error == CLOCKSYNC_OK || r.error == CLOCKSYNC_ESTALE ||
+      r.error == CLOCKSYNC_ENOTSYNCED) {
+    r.earliest_ns = internal::SaturatingSub(r.earliest_ns, extra_bound_ns);
+    r.latest_ns = internal::SaturatingAdd(r.latest_ns, extra_bound_ns);
+  }
+  return r;
 }
 
 absl::StatusOr<Clock> Clock::Open(const std::string& path,

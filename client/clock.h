@@ -59,6 +59,11 @@ struct ClockOptions {
   int64_t recheck_interval_ns = 100'000'000;
   // Seqlock read attempts before CLOCKSYNC_EBUSY.
   int max_read_attempts = 1000;
+  // Now() reads the TSC (x86-64) through the daemon's published TSC->raw
+  // mapping where it has one (shm/shm_layout.h), instead of
+  // clock_gettime(CLOCK_MONOTONIC_RAW). The environment variable
+  // CLOCKSYNC_TSC=off turns it off for every Clock of the process.
+  bool use_tsc = true;
 };
 
 // One reading of global time.
@@ -207,8 +212,45 @@ class Clock {
     return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
   }
 
-  // Global time now.
-  TimeReading Now() const noexcept { return At(RawNowNs()); }
+  // Global time now: one TSC read and two seqlocked sections where the
+  // daemon publishes a valid TSC mapping (the bound then includes its
+  // error_ns), else At(RawNowNs()).
+  TimeReading Now() const noexcept {
+#if defined(__x86_64__)
+    if (tsc_section_ != nullptr) {
+      TscValues t;
+      int64_t raw_ns;
+      if (__builtin_expect(shm::TryReadTscSection(tsc_section_, &t), 1) &&
+          __builtin_expect(shm::TscToRaw(t, ReadTsc(), &raw_ns), 1)) {
+        return AtWithExtraBound(raw_ns, t.error_ns);
+      }
+    }
+#endif
+    return At(RawNowNs());
+  }
+
+  // Host CLOCK_MONOTONIC_RAW now, in ns, through the TSC where the daemon
+  // publishes a valid TSC mapping (within its error_ns, which is returned
+  // in *error_ns if not null), else clock_gettime (error 0).
+  int64_t FastRawNowNs(int64_t* error_ns = nullptr) const noexcept {
+#if defined(__x86_64__)
+    if (tsc_section_ != nullptr) {
+      TscValues t;
+      int64_t raw_ns;
+      if (__builtin_expect(shm::TryReadTscSection(tsc_section_, &t), 1) &&
+          __builtin_expect(shm::TscToRaw(t, ReadTsc(), &raw_ns), 1)) {
+        if (error_ns != nullptr) *error_ns = t.error_ns;
+        return raw_ns;
+      }
+    }
+#endif
+    if (error_ns != nullptr) *error_ns = 0;
+    return RawNowNs();
+  }
+
+  // Whether Now() would read the TSC at this moment (diagnostics,
+  // benchmarks): the option, the environment, a valid published mapping.
+  bool UsesTsc() const noexcept;
 
   // Global time at a host CLOCK_MONOTONIC_RAW reading raw_ns. Staleness is
   // judged by how far raw_ns lies after the mapping's last update.
@@ -220,6 +262,18 @@ class Clock {
     }
     if (__builtin_expect(NeedsSlowPath(v, raw_ns), 0)) return AtSlow(raw_ns);
     return internal::Evaluate(v, raw_ns, 0);
+  }
+
+  // As At(), with `extra_bound_ns` (>= 0) added to the bound: the error of
+  // a raw reading derived from the TSC.
+  TimeReading AtWithExtraBound(int64_t raw_ns,
+                               int64_t extra_bound_ns) const noexcept {
+    MappingValues v;
+    if (__builtin_expect(!shm::TryReadSectionForEvaluation(section_, &v), 0) ||
+        __builtin_expect(NeedsSlowPath(v, raw_ns), 0)) {
+      return Widened(At(raw_ns), extra_bound_ns);
+    }
+    return internal::Evaluate(v, raw_ns, extra_bound_ns);
   }
 
   // A consistent copy of the mapping and the writer's identity. Returns 0 or
@@ -258,10 +312,22 @@ class Clock {
   // Looks at the path (rate-limited) and maps a new segment in place.
   void MaybeRemap() const noexcept;
   static TimeReading BusyReading() noexcept;
+  static TimeReading Widened(TimeReading r, int64_t extra_bound_ns) noexcept;
+#if defined(__x86_64__)
+  // The TSC, ordered after earlier loads (as the vDSO's rdtsc_ordered).
+  static uint64_t ReadTsc() noexcept {
+    __builtin_ia32_lfence();
+    return __builtin_ia32_rdtsc();
+  }
+#endif
 
   // The seqlocked section inside the mapping. Its address never changes
   // while the Clock lives: a re-map replaces the pages underneath.
   const clocksync_shm_mapping* section_ = nullptr;
+  // The TSC section of the same mapping; null when not used (option,
+  // environment, not x86-64). A version-1 segment reads as zeros there:
+  // invalid, so Now() falls back.
+  const clocksync_shm_tsc* tsc_section_ = nullptr;
   int64_t stale_limit_ns_ = 0;
   double stale_growth_ppb_ = 0.0;
   int max_read_attempts_ = 1;

@@ -123,7 +123,7 @@ TEST(ClockOpenTest, WrongLayoutVersionIsRejected) {
   std::string message;
   EXPECT_EQ(Clock::OpenWithCode(path, {}, &out, &message), CLOCKSYNC_EVERSION);
   EXPECT_THAT(message, HasSubstr(path));
-  EXPECT_THAT(message, HasSubstr("version 2"));
+  EXPECT_THAT(message, HasSubstr("version 3"));
   EXPECT_EQ(Clock::Open(path).status().code(),
             absl::StatusCode::kFailedPrecondition);
 }

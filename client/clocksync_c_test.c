@@ -23,7 +23,9 @@
 _Static_assert(sizeof(clocksync_shm_header) == 64, "header size");
 _Static_assert(sizeof(clocksync_shm_mapping) == 64, "mapping size");
 _Static_assert(_Alignof(clocksync_shm_mapping) == 64, "mapping alignment");
-_Static_assert(sizeof(clocksync_shm) == 128, "segment size");
+_Static_assert(sizeof(clocksync_shm_tsc) == 64, "TSC section size");
+_Static_assert(sizeof(clocksync_shm) == 192, "segment size");
+_Static_assert(offsetof(clocksync_shm, tsc) == 128, "TSC section offset");
 _Static_assert(offsetof(clocksync_shm, mapping) == 64, "mapping offset");
 _Static_assert(offsetof(clocksync_shm_mapping, rate_adj_q64) == 24,
                "rate offset");

@@ -314,6 +314,10 @@ absl::StatusOr<DaemonConfig> ValidateConfig(const ConfigProto& c,
   d.inject_delay = c.inject_delay();
   d.probe_key_file = c.probe_key_file();
   d.sample_log = c.sample_log();
+  if (c.tsc() != "auto" && c.tsc() != "off") {
+    return bad("tsc", absl::StrCat("must be auto or off", got("tsc")));
+  }
+  d.tsc = c.tsc() == "auto";
   d.truth_shm = c.truth_shm();
   if (c.timestamping() == "kernel") {
     d.timestamping = Timestamping::kKernel;

@@ -44,7 +44,7 @@ std::string WriteFile(const std::string& name, const std::string& text) {
 }
 
 TEST(ConfigSchemaTest, EveryKeyIsDocumentedAndEveryRangeParses) {
-  ASSERT_EQ(ConfigKeys().size(), 33u);
+  ASSERT_EQ(ConfigKeys().size(), 34u);
   for (const ConfigKey* key : ConfigKeys()) {
     EXPECT_FALSE(key->options().GetExtension(config::doc).empty()) << key->name();
     const absl::StatusOr<std::optional<ValueRange>> range = RangeOf(key);
@@ -336,6 +336,8 @@ TEST(ConfigTest, EveryValidationErrorNamesItsFlag) {
        "bad flag --inject_delay: "},
       {{"--master", absl::StrCat("--probe_key_file=", key_file)},
        "bad flag --probe_key_file: "},
+      {{"--master", "--tsc=on"},
+       "bad flag --tsc: must be auto or off, got \"on\""},
       {{"--master", "--timestamping=ptp"},
        "bad flag --timestamping: must be kernel, hardware or user, got "
        "\"ptp\""},

@@ -221,6 +221,15 @@ absl::Status Daemon::Start() {
   responder_ = std::move(*responder);
 
   delay_ = delay;
+  if (config_.tsc) {
+    std::string why;
+    if (HasInvariantTsc(&why)) {
+      tsc_calibrator_.emplace(TscCalibrator::Options{});
+    } else {
+      spdlog::info("{}: no TSC mapping for clients ({}): they read "
+                   "clock_gettime()", config_.node_id, why);
+    }
+  }
   if (!config_.sample_log.empty()) {
     sample_log_ = std::fopen(config_.sample_log.c_str(), "a");
     if (sample_log_ == nullptr) {
@@ -383,6 +392,7 @@ void Daemon::RunMaster() {
   while (!ShouldEnd()) {
     const int64_t raw = probe::RawNowNs();
     PublishMaster(raw);
+    MaybeUpdateTsc(raw);
     WriteStatus(raw);
     std::this_thread::sleep_for(std::chrono::nanoseconds(
         std::min<int64_t>(config_.probe_interval_ns, 50'000'000)));
@@ -474,6 +484,7 @@ void Daemon::RunNode() {
     }
     const int64_t raw = probe::RawNowNs();
     PublishNode(raw);
+    MaybeUpdateTsc(raw);
     WriteStatus(raw);
   }
 }
@@ -674,6 +685,23 @@ void Daemon::WriteStatus(int64_t raw_ns) {
                static_cast<long long>(published_bound_ns_), drift_ppb);
   std::fclose(f);
   std::rename(tmp.c_str(), config_.status_file.c_str());
+}
+
+void Daemon::MaybeUpdateTsc(int64_t raw_ns) {
+  if (!tsc_calibrator_ || raw_ns < next_tsc_raw_ns_) return;
+  next_tsc_raw_ns_ = raw_ns + 1'000'000'000;
+  const TscValues v = tsc_calibrator_->Update();
+  const absl::Status published = publisher_->PublishTsc(v);
+  if (!published.ok()) return;
+  const bool valid = v.max_ticks > 0;
+  if (valid && !tsc_published_valid_) {
+    spdlog::info("{}: TSC mapping published for clients (error {} ns)",
+                 config_.node_id, v.error_ns);
+  } else if (!valid && tsc_published_valid_) {
+    spdlog::warn("{}: TSC mapping withdrawn: {}", config_.node_id,
+                 tsc_calibrator_->problem());
+  }
+  tsc_published_valid_ = valid;
 }
 
 std::string Daemon::TimestampingSummary() const {

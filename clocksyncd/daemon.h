@@ -38,6 +38,7 @@
 #include "shm/path_lock.h"
 #include "shm/shm_publisher.h"
 #include "clocksyncd/status_service.h"
+#include "shm/tsc_calibrator.h"
 #include "hull/estimator.h"
 #include "hull/sim/clock_model.h"
 
@@ -99,6 +100,8 @@ struct DaemonConfig {
   Timestamping timestamping = Timestamping::kKernel;
   // Optional CSV of every answered probe (deploy/error_budget.sh).
   std::string sample_log;
+  // Publish a TSC -> raw mapping where the TSC is invariant (`tsc` key).
+  bool tsc = true;
   // Test feature: the master's segment, for truth_ns in sample_log.
   std::string truth_shm;
 };
@@ -197,6 +200,12 @@ class Daemon {
   FILE* sample_log_ = nullptr;
   std::optional<clocksync::Clock> truth_clock_;
   void LogSample(const probe::ProbeResult& reply, bool accepted);
+  // Once a second: a TSC point, and the mapping (or its withdrawal)
+  // published.
+  void MaybeUpdateTsc(int64_t raw_ns);
+  std::optional<TscCalibrator> tsc_calibrator_;
+  int64_t next_tsc_raw_ns_ = 0;
+  bool tsc_published_valid_ = false;
   uint32_t depth_ = 0;
   std::atomic<uint32_t> depth_for_children_{0};
   uint64_t inconsistencies_seen_ = 0;

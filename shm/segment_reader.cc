@@ -71,11 +71,11 @@ SegmentError OpenAndCheck(const std::string& path, CheckedFile* file,
                              " is not a regular file, so not a clocksync "
                              "segment"));
   }
-  if (st.st_size < static_cast<off_t>(sizeof(clocksync_shm))) {
+  if (st.st_size < static_cast<off_t>(CLOCKSYNC_SHM_SIZE_VERSION_1)) {
     return fail(SegmentError::kBadSize,
                 absl::StrCat(path, " has ", st.st_size,
-                             " bytes, a clocksync segment has ",
-                             sizeof(clocksync_shm)));
+                             " bytes, a clocksync segment has at least ",
+                             CLOCKSYNC_SHM_SIZE_VERSION_1));
   }
   // The header is immutable once the writer renamed the file into place.
   clocksync_shm_header header;
@@ -91,21 +91,31 @@ SegmentError OpenAndCheck(const std::string& path, CheckedFile* file,
                                 "0x%016x, expected 0x%016x)",
                                 path, header.magic, CLOCKSYNC_SHM_MAGIC));
   }
-  if (header.layout_version != CLOCKSYNC_SHM_LAYOUT_VERSION) {
+  const bool version_1 =
+      header.layout_version == CLOCKSYNC_SHM_LAYOUT_VERSION_1;
+  if (header.layout_version != CLOCKSYNC_SHM_LAYOUT_VERSION && !version_1) {
     return fail(SegmentError::kBadVersion,
                 absl::StrCat(path, " has shared-memory layout version ",
                              header.layout_version,
-                             ", this library reads version ",
+                             ", this library reads versions 1 and ",
                              CLOCKSYNC_SHM_LAYOUT_VERSION,
                              " (daemon and client library differ)"));
   }
-  if (header.segment_size != sizeof(clocksync_shm) ||
+  if (st.st_size < static_cast<off_t>(header.segment_size)) {
+    return fail(SegmentError::kBadSize,
+                absl::StrCat(path, " has ", st.st_size,
+                             " bytes, its header declares ",
+                             header.segment_size));
+  }
+  const uint32_t expected_size =
+      version_1 ? CLOCKSYNC_SHM_SIZE_VERSION_1 : sizeof(clocksync_shm);
+  if (header.segment_size != expected_size ||
       header.mapping_offset != offsetof(clocksync_shm, mapping)) {
     return fail(SegmentError::kBadSize,
                 absl::StrCat(path, " declares segment size ",
                              header.segment_size, " and mapping offset ",
                              header.mapping_offset, ", expected ",
-                             sizeof(clocksync_shm), " and ",
+                             expected_size, " and ",
                              offsetof(clocksync_shm, mapping)));
   }
   file->fd = fd;

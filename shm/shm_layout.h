@@ -7,11 +7,23 @@
  * The segment is a small file (default CLOCKSYNC_DEFAULT_SHM_PATH) that the
  * daemon creates at a temporary name, initializes and renames into place, so
  * a reader never sees a half-written header and a restarted daemon leaves a
- * new inode behind the path. It holds two 64-byte cache lines:
+ * new inode behind the path. It holds three 64-byte cache lines:
  *
  *   offset 0   clocksync_shm_header   immutable after the rename: magic,
  *                                     layout version, sizes, writer identity
  *   offset 64  clocksync_shm_mapping  the seqlocked local->global mapping
+ *   offset 128 clocksync_shm_tsc      the seqlocked TSC->raw mapping
+ *                                     (version 2; readers also accept a
+ *                                     version-1 segment, without it)
+ *
+ * TSC section semantics (x86-64 with an invariant TSC that the daemon has
+ * checked against CLOCK_MONOTONIC_RAW; see shm/tsc_calibrator.h):
+ *   ticks   = tsc - anchor_tsc                  (unsigned)
+ *   valid only while ticks < max_ticks          (max_ticks 0: invalid)
+ *   raw_ns  = anchor_raw_ns + floor(ticks * raw_ns_per_tick_q32 / 2^32)
+ *   |raw_ns - true CLOCK_MONOTONIC_RAW| <= error_ns
+ * A reader that uses it adds error_ns to the bound of the global time it
+ * computes from raw_ns, and falls back to clock_gettime() outside the range.
  *
  * Mapping semantics, for a host CLOCK_MONOTONIC_RAW reading raw_ns:
  *   dt_ns          = raw_ns - anchor_raw_ns
@@ -67,7 +79,10 @@
 /* "CLKSYNCM" as little-endian bytes at offset 0 of the file. */
 #define CLOCKSYNC_SHM_MAGIC UINT64_C(0x4D434E59534B4C43)
 /* Bumped on any incompatible change of the structs below. */
-#define CLOCKSYNC_SHM_LAYOUT_VERSION 1u
+#define CLOCKSYNC_SHM_LAYOUT_VERSION 2u
+/* The previous layout (header and mapping only, 128 bytes): still read. */
+#define CLOCKSYNC_SHM_LAYOUT_VERSION_1 1u
+#define CLOCKSYNC_SHM_SIZE_VERSION_1 128u
 /* Scales of the fixed-point coefficients (as doubles, for conversions). */
 #define CLOCKSYNC_RATE_ADJ_SCALE 18446744073709551616.0 /* 2^64 */
 #define CLOCKSYNC_BOUND_GROWTH_SCALE 68719476736.0      /* 2^36 */
@@ -164,10 +179,36 @@ typedef struct clocksync_shm_mapping {
   uint64_t generation;
 } clocksync_shm_mapping;
 
+/*
+ * The third cache line (layout version 2): the TSC -> CLOCK_MONOTONIC_RAW
+ * mapping, seqlocked like the mapping section, rewritten about once a
+ * second. max_ticks == 0 means "do not use the TSC" (not invariant, not
+ * verified yet, or seen to jump).
+ */
+typedef struct clocksync_shm_tsc {
+  /* Seqlock sequence counter: odd while a write is in progress. */
+  CLOCKSYNC_ALIGNAS_64 uint64_t seq;
+  /* TSC (rdtsc) at the anchor. */
+  uint64_t anchor_tsc;
+  /* CLOCK_MONOTONIC_RAW at the anchor, in ns. */
+  int64_t anchor_raw_ns;
+  /* Raw ns per TSC tick * 2^32. */
+  uint64_t raw_ns_per_tick_q32;
+  /* Ticks after anchor_tsc for which the mapping holds; 0: invalid. */
+  uint64_t max_ticks;
+  /* Largest |raw from the TSC - true raw| within max_ticks, in ns. */
+  int64_t error_ns;
+  /* Number of TSC mappings published into this file. */
+  uint64_t generation;
+  /* Zero. */
+  uint64_t reserved;
+} clocksync_shm_tsc;
+
 /* The whole segment. */
 typedef struct clocksync_shm {
   clocksync_shm_header header;
   clocksync_shm_mapping mapping;
+  clocksync_shm_tsc tsc;
 } clocksync_shm;
 
 #ifdef __cplusplus
@@ -175,7 +216,15 @@ typedef struct clocksync_shm {
 static_assert(sizeof(clocksync_shm_header) == 64, "header is one cache line");
 static_assert(sizeof(clocksync_shm_mapping) == 64, "mapping is one cache line");
 static_assert(alignof(clocksync_shm_mapping) == 64, "mapping starts a line");
-static_assert(sizeof(clocksync_shm) == 128, "segment is two cache lines");
+static_assert(sizeof(clocksync_shm_tsc) == 64, "TSC section is one line");
+static_assert(sizeof(clocksync_shm) == 192, "segment is three cache lines");
+static_assert(offsetof(clocksync_shm, tsc) == 128, "TSC section at 128");
+static_assert(offsetof(clocksync_shm_tsc, anchor_tsc) == 8);
+static_assert(offsetof(clocksync_shm_tsc, anchor_raw_ns) == 16);
+static_assert(offsetof(clocksync_shm_tsc, raw_ns_per_tick_q32) == 24);
+static_assert(offsetof(clocksync_shm_tsc, max_ticks) == 32);
+static_assert(offsetof(clocksync_shm_tsc, error_ns) == 40);
+static_assert(offsetof(clocksync_shm_tsc, generation) == 48);
 static_assert(offsetof(clocksync_shm, mapping) == 64, "mapping at offset 64");
 static_assert(offsetof(clocksync_shm_header, layout_version) == 8);
 static_assert(offsetof(clocksync_shm_header, segment_size) == 12);
@@ -214,7 +263,29 @@ struct MappingValues {
   uint64_t generation = 0;
 };
 
+// The payload of the TSC section, as plain values.
+struct TscValues {
+  uint64_t anchor_tsc = 0;
+  int64_t anchor_raw_ns = 0;
+  uint64_t raw_ns_per_tick_q32 = 0;
+  uint64_t max_ticks = 0;  // 0: invalid.
+  int64_t error_ns = 0;
+  uint64_t generation = 0;
+};
+
 namespace shm {
+
+// raw_ns of a TSC reading under `v`; false outside [anchor, anchor +
+// max_ticks) (or when invalid).
+inline bool TscToRaw(const TscValues& v, uint64_t tsc, int64_t* raw_ns) {
+  const uint64_t ticks = tsc - v.anchor_tsc;
+  if (__builtin_expect(ticks >= v.max_ticks, 0)) return false;
+  *raw_ns = v.anchor_raw_ns +
+            static_cast<int64_t>(
+                (static_cast<unsigned __int128>(ticks) * v.raw_ns_per_tick_q32) >>
+                32);
+  return true;
+}
 
 // rate_adj ((global ns per raw ns) - 1; |rate_adj| < 0.5) in the layout's
 // fixed point, rounded to nearest.
@@ -319,6 +390,34 @@ inline bool TryReadSectionForEvaluation(const clocksync_shm_mapping* section,
   out->bound_growth_q36 = LoadAcquire(section->bound_growth_q36);
   out->status = LoadAcquire(section->status);
   out->update_raw_ns = LoadAcquire(section->update_raw_ns);
+  return LoadRelaxed(section->seq) == seq_before;
+}
+
+// Seqlock write of the TSC section (one writer, as WriteSection).
+inline void WriteTscSection(clocksync_shm_tsc* section,
+                            const TscValues& values) noexcept {
+  const uint64_t seq = LoadRelaxed(section->seq);
+  StoreRelaxed(section->seq, seq + 1);
+  StoreRelease(section->anchor_tsc, values.anchor_tsc);
+  StoreRelease(section->anchor_raw_ns, values.anchor_raw_ns);
+  StoreRelease(section->raw_ns_per_tick_q32, values.raw_ns_per_tick_q32);
+  StoreRelease(section->max_ticks, values.max_ticks);
+  StoreRelease(section->error_ns, values.error_ns);
+  StoreRelease(section->generation, values.generation);
+  StoreRelease(section->seq, seq + 2);
+}
+
+// One seqlock read attempt of the TSC section (as TryReadSection).
+inline bool TryReadTscSection(const clocksync_shm_tsc* section,
+                              TscValues* out) noexcept {
+  const uint64_t seq_before = LoadAcquire(section->seq);
+  if (__builtin_expect(seq_before & 1, 0)) return false;
+  out->anchor_tsc = LoadAcquire(section->anchor_tsc);
+  out->anchor_raw_ns = LoadAcquire(section->anchor_raw_ns);
+  out->raw_ns_per_tick_q32 = LoadAcquire(section->raw_ns_per_tick_q32);
+  out->max_ticks = LoadAcquire(section->max_ticks);
+  out->error_ns = LoadAcquire(section->error_ns);
+  out->generation = LoadAcquire(section->generation);
   return LoadRelaxed(section->seq) == seq_before;
 }
 

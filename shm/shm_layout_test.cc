@@ -15,13 +15,23 @@ namespace clocksync {
 namespace {
 
 TEST(ShmLayoutTest, SizesAndOffsetsAreFixed) {
-  // Any change here breaks readers of version 1: bump the layout version.
+  // Any change here breaks readers of version 2: bump the layout version.
+  // (Version 1 is the same without the TSC section: 128 bytes.)
   EXPECT_EQ(sizeof(clocksync_shm_header), 64u);
   EXPECT_EQ(sizeof(clocksync_shm_mapping), 64u);
   EXPECT_EQ(alignof(clocksync_shm_mapping), 64u);
-  EXPECT_EQ(sizeof(clocksync_shm), 128u);
+  EXPECT_EQ(sizeof(clocksync_shm_tsc), 64u);
+  EXPECT_EQ(sizeof(clocksync_shm), 192u);
   EXPECT_EQ(offsetof(clocksync_shm, header), 0u);
   EXPECT_EQ(offsetof(clocksync_shm, mapping), 64u);
+  EXPECT_EQ(offsetof(clocksync_shm, tsc), 128u);
+  EXPECT_EQ(CLOCKSYNC_SHM_SIZE_VERSION_1, 128u);
+  EXPECT_EQ(offsetof(clocksync_shm_tsc, anchor_tsc), 8u);
+  EXPECT_EQ(offsetof(clocksync_shm_tsc, anchor_raw_ns), 16u);
+  EXPECT_EQ(offsetof(clocksync_shm_tsc, raw_ns_per_tick_q32), 24u);
+  EXPECT_EQ(offsetof(clocksync_shm_tsc, max_ticks), 32u);
+  EXPECT_EQ(offsetof(clocksync_shm_tsc, error_ns), 40u);
+  EXPECT_EQ(offsetof(clocksync_shm_tsc, generation), 48u);
 
   EXPECT_EQ(offsetof(clocksync_shm_header, magic), 0u);
   EXPECT_EQ(offsetof(clocksync_shm_header, layout_version), 8u);
@@ -48,7 +58,7 @@ TEST(ShmLayoutTest, MagicSpellsClksyncmInFileByteOrder) {
   clocksync_shm_header header = {};
   header.magic = CLOCKSYNC_SHM_MAGIC;
   EXPECT_EQ(std::memcmp(&header, "CLKSYNCM", 8), 0);
-  EXPECT_EQ(CLOCKSYNC_SHM_LAYOUT_VERSION, 1u);
+  EXPECT_EQ(CLOCKSYNC_SHM_LAYOUT_VERSION, 2u);
 }
 
 TEST(ShmLayoutTest, StatesMirrorTheProtoSyncState) {

@@ -57,6 +57,7 @@ ShmPublisher::ShmPublisher(ShmPublisher&& other) noexcept
       dev_(other.dev_),
       ino_(other.ino_),
       generation_(other.generation_),
+      tsc_generation_(other.tsc_generation_),
       last_(other.last_) {}
 
 ShmPublisher& ShmPublisher::operator=(ShmPublisher&& other) noexcept {
@@ -69,6 +70,7 @@ ShmPublisher& ShmPublisher::operator=(ShmPublisher&& other) noexcept {
     dev_ = other.dev_;
     ino_ = other.ino_;
     generation_ = other.generation_;
+    tsc_generation_ = other.tsc_generation_;
     last_ = other.last_;
   }
   return *this;
@@ -144,6 +146,17 @@ absl::StatusOr<ShmPublisher> ShmPublisher::Open(const std::string& path,
 int64_t ShmPublisher::RawNowNs() const {
   return options_.raw_clock_ns ? options_.raw_clock_ns()
                                : ReadClockNs(CLOCK_MONOTONIC_RAW);
+}
+
+absl::Status ShmPublisher::PublishTsc(const TscValues& tsc) {
+  if (shm_ == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("PublishTsc to ", path_, ": the publisher is closed"));
+  }
+  TscValues values = tsc;
+  values.generation = ++tsc_generation_;
+  shm::WriteTscSection(&shm_->tsc, values);
+  return absl::OkStatus();
 }
 
 absl::Status ShmPublisher::Publish(const Mapping& mapping) {

@@ -94,6 +94,9 @@ class ShmPublisher {
   // field) leaves the segment unchanged; FailedPrecondition after Close().
   absl::Status Publish(const Mapping& mapping);
 
+  // Writes the TSC -> raw mapping (shm_layout.h; max_ticks 0 marks it
+  // invalid) under its seqlock. FailedPrecondition after Close().
+  absl::Status PublishTsc(const TscValues& tsc);
   // Marks the mapping closed, removes the file if the path still names it,
   // unmaps. Idempotent.
   void Close();
@@ -101,6 +104,8 @@ class ShmPublisher {
   const std::string& path() const { return path_; }
   // Number of mappings published so far (the segment's generation).
   uint64_t generation() const { return generation_; }
+  // Number of TSC mappings published so far.
+  uint64_t tsc_generation() const { return tsc_generation_; }
   bool is_open() const { return shm_ != nullptr; }
 
  private:
@@ -117,6 +122,7 @@ class ShmPublisher {
   dev_t dev_ = 0;
   ino_t ino_ = 0;
   uint64_t generation_ = 0;
+  uint64_t tsc_generation_ = 0;
   // The values last written (re-written with CLOSED by Close()).
   MappingValues last_;
 };

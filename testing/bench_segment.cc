@@ -10,9 +10,12 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
+#include <string>
 #include <utility>
 
 #include "absl/status/status.h"
+#include "shm/tsc_calibrator.h"
 #include "absl/strings/str_cat.h"
 
 namespace clocksync::bench {
@@ -66,9 +69,21 @@ BenchSegment::BenchSegment(std::string dir, ShmPublisher publisher)
       shm_path_(dir_ + "/clocksync.shm"),
       publisher_(std::move(publisher)) {
   republisher_ = std::thread([this] {
-    while (!stop_.load()) {
+    // As clocksyncd does: a TSC -> raw mapping where the TSC is invariant,
+    // re-checked every second (every tenth republication).
+    std::string why;
+    std::optional<TscCalibrator> tsc;
+    if (HasInvariantTsc(&why)) {
+      TscCalibrator::Options options;
+      options.min_baseline_ns = 200'000'000;
+      tsc.emplace(options);
+    }
+    for (int round = 0; !stop_.load(); ++round) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
       if (!publisher_->Publish(FreshMapping()).ok()) std::abort();
+      if (tsc && (round < 10 || round % 10 == 0)) {
+        if (!publisher_->PublishTsc(tsc->Update()).ok()) std::abort();
+      }
     }
   });
 }
