@@ -68,11 +68,33 @@ inline ThreadState* CurrentThread() noexcept {
   return AttachThread();
 }
 
+// The raw clock now: one rdtsc through the daemon's TSC mapping where it
+// publishes one (within its error_ns, tens of ns), else clock_gettime.
+// Kept from going back within a thread across a new TSC mapping.
+inline int64_t RawNowNs(ThreadState* state) noexcept {
+#if defined(__x86_64__)
+  if (g_hot.tsc != nullptr) {
+    TscValues t;
+    int64_t raw_ns;
+    if (__builtin_expect(shm::TryReadTscSection(g_hot.tsc, &t), 1) &&
+        __builtin_expect(shm::TscToRaw(t, __builtin_ia32_rdtsc(), &raw_ns),
+                         1)) {
+      if (__builtin_expect(raw_ns < state->last_tsc_raw_ns, 0)) {
+        raw_ns = state->last_tsc_raw_ns;
+      }
+      state->last_tsc_raw_ns = raw_ns;
+      return raw_ns;
+    }
+  }
+#endif
+  return Clock::RawNowNs();
+}
+
 // Records one event on `state` now.
 inline void Append(ThreadState* state, EventKind kind, uint32_t region,
                    int32_t peer, uint32_t tag, uint32_t comm,
                    CollectiveKind collective, uint64_t bytes) noexcept {
-  const int64_t raw_ns = Clock::RawNowNs();
+  const int64_t raw_ns = RawNowNs(state);
   int64_t local_ns = raw_ns;
   if (__builtin_expect(state->clock.has_model(), 0)) {
     local_ns = state->clock.At(raw_ns);

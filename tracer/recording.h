@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "shm/shm_layout.h"
 #include "tracer/thread_buffers.h"
 
 namespace clocksync {
@@ -26,6 +27,9 @@ struct alignas(64) HotGlobals {
   std::atomic<uint32_t> region_count{0};
   // The segment's sequence word (a constant address during a session).
   const uint64_t* seq_word = nullptr;
+  // The segment's TSC section (shm/shm_layout.h) when events are stamped
+  // through the TSC: null without (CLOCKSYNC_TSC=off, not x86-64).
+  const clocksync_shm_tsc* tsc = nullptr;
 };
 extern constinit HotGlobals g_hot;
 

@@ -39,6 +39,7 @@ struct ThreadState {
   std::atomic<uint32_t> count{0};     // committed, unflushed events
   uint64_t last_seq = ~uint64_t{0};   // segment sequence last looked at
   int64_t origin_ns = 0;              // local time of stamp tick 0
+  int64_t last_tsc_raw_ns = 0;        // raw of the last TSC-read event
   hull::TraceStamper stamper;
   int32_t open_collectives = 0;       // CollectiveBegin without End yet
   LocalClock clock;                   // raw, or the modeled clock

@@ -182,6 +182,13 @@ absl::Status Tracer::Init(const TracerOptions& given) {
   auto session =
       std::make_unique<TracingSession>(std::move(parts), generation);
   g_hot.seq_word = &session->segment().segment()->mapping.seq;
+  {
+    // Events stamped through the TSC unless CLOCKSYNC_TSC=off (the client
+    // library's switch); the section is invalid (zeros) without a mapping.
+    const char* env = std::getenv("CLOCKSYNC_TSC");
+    const bool off = env != nullptr && std::string(env) == "off";
+    g_hot.tsc = off ? nullptr : &session->segment().segment()->tsc;
+  }
   session->records().DefineWorld();
   session->NoteMappingChangeCold();
 
@@ -195,6 +202,7 @@ absl::Status Tracer::Init(const TracerOptions& given) {
   session->archive().StreamSidecar();
   if (absl::Status s = session->StartThreads(); !s.ok()) {
     g_hot.seq_word = nullptr;
+    g_hot.tsc = nullptr;
     return s;
   }
 
@@ -240,6 +248,7 @@ absl::Status Tracer::Finalize() {
     std::lock_guard<std::mutex> lock(g_lifecycle_mutex);
     g_session.store(nullptr, std::memory_order_release);
     g_hot.seq_word = nullptr;
+    g_hot.tsc = nullptr;
     tracer::t_slot = tracer::ThreadSlot();
   }
   session.reset();
