@@ -22,9 +22,11 @@
 #   slewer       the published mapping at t4 minus the estimate;
 #   published    the published mapping at t4 minus the truth;
 #   read         what a client reads (cluster_monitor, once a second)
-#                minus the truth: the end-to-end error.
-# Prints one table row per mode and FIGURE error_budget_<mode>_<part>_rms_ns
-# lines. Exits 0 when everything ran, 1 when something did not start, 2 on
+#                minus the truth: the end-to-end error;
+#   ramp         the largest change of the estimator's error over any 20 s,
+#                ns per s (ppb): a drift estimate held wrong.
+# Prints one table row per mode (ns; ramp in ppb) and FIGURE
+# error_budget_<mode>_<part> lines. Exits 0 when everything ran, 1 when something did not start, 2 on
 # bad usage.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,7 +42,7 @@ for arg in "$@"; do
     --no_build) build=0 ;;
     --bin_dir=*) bin="${arg#*=}" ;;
     --keep) keep=1 ;;
-    -h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "error_budget.sh: unknown argument '$arg' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -99,8 +101,8 @@ else
   server_addr=127.0.0.1 client_addr=127.0.0.1
 fi
 
-printf '%-8s %12s %12s %12s %12s %12s %10s %12s %12s %10s\n' mode stamps_mean stamps_rms \
-  stamps_fast estimator replayed slewer published read min_rtt >"$work/table"
+printf '%-8s %12s %12s %12s %12s %12s %10s %12s %12s %10s %10s\n' mode stamps_mean stamps_rms \
+  stamps_fast estimator replayed slewer published read min_rtt ramp_ppb >"$work/table"
 for mode in "${mode_list[@]}"; do
   echo "== $mode timestamps: $link, 1 probe per $interval, ${warmup} s warm-up, ${duration} s measured" >&2
   port=$((20000 + RANDOM % 20000))
@@ -153,16 +155,28 @@ for r in rows:
 def rms(v):
     return math.sqrt(sum(x * x for x in v) / len(v)) if v else float("nan")
 fast = [s for _, s in sorted(zip(rtts, stamps))[: max(1, len(stamps) // 10)]]
+# Ramp: the largest change of the live estimator's error over any 20 s, in
+# ns per s (ppb): a drift estimate held wrong shows here.
+times = [int(r["t4"]) for r in rows if int(r["t4"]) >= start and r["estimate_ns"]]
+ramp, j = 0.0, 0
+for i in range(len(est)):
+    while j < len(est) and times[j] < times[i] + 20 * 10**9:
+        j += 1
+    if j == len(est):
+        break
+    ramp = max(ramp, abs(est[j] - est[i]) / ((times[j] - times[i]) / 1e9))
 node = json.load(open(monitor_path))["nodes"][0]
 vals = [sum(stamps) / len(stamps), rms(stamps), rms(fast), rms(est), rms(rep),
-        rms(slew), rms(pub), node["rms_error_ns"], min(rtts)]
-print("%-8s %12.0f %12.0f %12.0f %12.0f %12.0f %10.0f %12.0f %12.0f %10.0f" % ((mode,) + tuple(vals)))
-names = ["stamps_mean", "stamps_rms", "stamps_fast_rms", "estimator_rms", "replayed_rms",
-         "slewer_rms", "published_rms", "read_rms", "min_rtt"]
+        rms(slew), rms(pub), node["rms_error_ns"], min(rtts), ramp]
+print("%-8s %12.0f %12.0f %12.0f %12.0f %12.0f %10.0f %12.0f %12.0f %10.0f %10.1f"
+      % ((mode,) + tuple(vals)))
+names = ["stamps_mean_ns", "stamps_rms_ns", "stamps_fast_rms_ns", "estimator_rms_ns",
+         "replayed_rms_ns", "slewer_rms_ns", "published_rms_ns", "read_rms_ns",
+         "min_rtt_ns", "estimator_ramp_ppb"]
 with open(samples_path + ".figures", "w") as f:
     for n, v in zip(names, vals):
-        unit = "ns"
-        f.write("FIGURE error_budget_%s_%s_ns %.0f %s\n" % (mode, n.replace("_rms", "_rms"), v, unit))
+        f.write("FIGURE error_budget_%s_%s %.1f %s\n"
+                % (mode, n, v, "ppb" if n.endswith("ppb") else "ns"))
 PY
 done
 echo

@@ -4,9 +4,12 @@
 // first minute and, during outages, once a second in holdover. Prints a
 // table (see the test log) that docs/ACCURACY.md quotes.
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "hull/adaptive_estimator.h"
@@ -153,6 +156,48 @@ INSTANTIATE_TEST_SUITE_P(
       }
       return name;
     });
+
+// On a stable clock (constant frequency, no wander) with kernel-stamp
+// delays the error of the answering estimate must not ramp: no drift
+// estimate held wrong for tens of seconds. Measured as the largest change
+// of the error over any 20 s, after the first minute, in ns per s (ppb).
+TEST(DriftStabilityTest, ErrorDoesNotRampOnAStableClock) {
+  const Scenario* scenario =
+      FindScenario(StandardScenarios(), "109-kernel-stamps-16hz");
+  ASSERT_NE(scenario, nullptr);
+  AdaptiveWindowEstimator est{AdaptiveConfig()};
+  ProbeSimulator sim(scenario->params);
+  SimulatedSample s;
+  std::vector<std::pair<int64_t, int64_t>> errors;  // (true ns, error ns)
+  while (sim.Next(&s)) {
+    est.Add(s.sample);
+    if (s.true_ns < 60 * kS) continue;
+    const TimeEstimate e = est.Estimate(s.sample.t4_ns);
+    ASSERT_NE(e.state, SyncState::kUnsynced);
+    errors.emplace_back(s.true_ns, e.global_ns - s.true_global_at_t4_ns);
+  }
+  ASSERT_GT(errors.size(), 5000u);
+  double worst_ramp_ppb = 0;
+  double sum_sq = 0;
+  size_t j = 0;
+  for (size_t i = 0; i < errors.size(); ++i) {
+    sum_sq += static_cast<double>(errors[i].second) * errors[i].second;
+    while (j < errors.size() && errors[j].first < errors[i].first + 20 * kS) ++j;
+    if (j == errors.size()) break;
+    const double ramp = std::abs(static_cast<double>(errors[j].second -
+                                                     errors[i].second)) /
+                        (static_cast<double>(errors[j].first - errors[i].first) /
+                         1e9);
+    worst_ramp_ppb = std::max(worst_ramp_ppb, ramp);
+  }
+  const double rms_ns = std::sqrt(sum_sq / errors.size());
+  std::printf("109: rms %.1f ns, worst ramp over 20 s %.2f ns/s (ppb)\n",
+              rms_ns, worst_ramp_ppb);
+  // The complaint: 10-110 ppb held for tens of seconds. Here the
+  // error may move by the delay noise over 20 s, not ramp.
+  EXPECT_LT(worst_ramp_ppb, 5.0);
+  EXPECT_LT(rms_ns, 50.0);
+}
 
 // Window length against a clock whose frequency bends (temperature) and one
 // that only wanders: shorter windows follow the bend, longer ones average

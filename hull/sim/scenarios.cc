@@ -137,6 +137,23 @@ std::vector<Scenario> StandardScenarios() {
     s.params.seed = 108;
     all.push_back(s);
   }
+  {
+    // What the daemon sees with kernel timestamps on both sides: a stable
+    // clock (constant frequency, no wander) and sub-µs delays. The drift
+    // estimate must not wander: the error must not ramp.
+    Scenario s{"109-kernel-stamps-16hz",
+               "freq 37 ppm, no wander, forward 150 ns + exp(1 us), backward "
+               "150 ns + exp(200 ns), 16 Hz, 10 min",
+               {}};
+    s.params.clock.frequency_ppm = 37;
+    s.params.forward = Exponential(150, 1000);
+    s.params.backward = Exponential(150, 200);
+    s.params.turnaround_ns = 2 * kUs;
+    s.params.interval_ns = 62'500'000;
+    s.params.duration_ns = 600 * kS;
+    s.params.seed = 109;
+    all.push_back(s);
+  }
   return all;
 }
 
