@@ -26,8 +26,8 @@
 #   ramp         the largest change of the estimator's error over any 20 s,
 #                ns per s (ppb): a drift estimate held wrong.
 # Prints one table row per mode (ns; ramp in ppb) and FIGURE
-# error_budget_<mode>_<part> lines. Exits 0 when everything ran, 1 when something did not start, 2 on
-# bad usage.
+# error_budget_<mode>_<part> lines. Exits 0 when everything ran, 1 when
+# something did not start, 2 on bad usage.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -141,7 +141,10 @@ for r in rows:
     if t4 < start:
         continue
     theta = truth - t4  # global − local at t4 (the master's rate is 1)
-    stamps.append(((t2 - t1) + (t3 - t4)) / 2 - theta)
+    # One-way delays as integers first: global and local times are ~1e18
+    # apart, beyond a double's ns resolution.
+    forward, backward = t2 - t1 - theta, t4 - t3 + theta
+    stamps.append((forward - backward) / 2)
     rtts.append((t4 - t1) - (t3 - t2))
     if r["estimate_ns"]:
         est.append(int(r["estimate_ns"]) - truth)
