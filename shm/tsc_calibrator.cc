@@ -93,13 +93,12 @@ TscCalibrator::Point TscCalibrator::Measure() {
 void TscCalibrator::Restart(const Point& p, const std::string& why) {
   points_.clear();
   points_.push_back(p);
-  recent_residual_ns_ = 0;
   last_ = TscValues{};
   problem_ = why;
 }
 
 TscValues TscCalibrator::Update() {
-  const Point p = Measure();
+  Point p = Measure();
   if (p.half_ns == 0) {  // No sandwich had raw_after >= raw_before.
     Restart(Point{}, "the raw clock went backwards around every TSC read");
     points_.clear();
@@ -119,7 +118,7 @@ TscValues TscCalibrator::Update() {
                        "or was late to be checked): calibrating again");
       return last_;
     }
-    recent_residual_ns_ = std::max(recent_residual_ns_, magnitude_ns);
+    p.residual_ns = magnitude_ns;
   } else if (!points_.empty() && p.tsc <= points_.back().tsc) {
     Restart(p, "the TSC did not advance");
     return last_;
@@ -156,13 +155,17 @@ TscValues TscCalibrator::Update() {
       v.raw_ns_per_tick_q32);
   // Error within validity_ns of the anchor: the anchor's half-width, the
   // rate's uncertainty (both points' half-widths over the baseline) times
-  // the span, the largest residual seen since the fit started, and 2 ns of
+  // the span, the largest residual of the points kept, and 2 ns of
   // rounding.
+  int64_t residual_ns = 0;
+  for (const Point& kept : points_) {
+    residual_ns = std::max(residual_ns, kept.residual_ns);
+  }
   const int64_t rate_error_ns = static_cast<int64_t>(
       (static_cast<__int128>(first.half_ns + p.half_ns) * options_.validity_ns +
        baseline_ns - 1) /
       baseline_ns);
-  v.error_ns = p.half_ns + rate_error_ns + recent_residual_ns_ + 2;
+  v.error_ns = p.half_ns + rate_error_ns + residual_ns + 2;
   last_ = v;
   problem_.clear();
   return last_;

@@ -11,7 +11,8 @@
 // over), and fits the rate through the oldest point of the last
 // fit_span_ns, at least min_baseline_ns before. The published error covers
 // the two points' sandwich half-widths, the rate's uncertainty over the
-// validity span, and the largest residual seen lately.
+// validity span, and the largest residual of the points kept (the last
+// fit_span_ns).
 //
 // Used only where /proc/cpuinfo shows an invariant TSC (constant_tsc and
 // nonstop_tsc) on x86-64, unless the daemon's `tsc` key is off.
@@ -71,6 +72,7 @@ class TscCalibrator {
     uint64_t tsc = 0;
     int64_t raw_ns = 0;   // Middle of the sandwich.
     int64_t half_ns = 0;  // Half its width, rounded up.
+    int64_t residual_ns = 0;  // |Its distance from the mapping before it|.
   };
   Point Measure();
   void Restart(const Point& p, const std::string& why);
@@ -79,7 +81,6 @@ class TscCalibrator {
   Source source_;
   std::deque<Point> points_;
   TscValues last_;
-  int64_t recent_residual_ns_ = 0;  // Largest |residual| of the kept points.
   std::string problem_;
   uint64_t jumps_ = 0;
 };

@@ -17,14 +17,14 @@ pids=()
 trap 'for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done' EXIT
 
 "$daemon" --master --node_id=m --listen="127.0.0.1:$port" \
-  --grpc_listen="127.0.0.1:$((port + 1))" --shm_path="$work/m.shm" 2>"$work/m.log" &
+  --grpc_listen="127.0.0.1:$((port + 1))" --shm_path="$work/m.shm" >"$work/m.log" 2>&1 &
 pids+=($!)
 
 check_mode() {  # MODE NODE_PORT EXPECTED_TEXT
   local mode="$1" p="$2" want="$3"
   "$daemon" --node_id="n-$mode" --parent="127.0.0.1:$port" --listen="127.0.0.1:$p" \
     --grpc_listen="127.0.0.1:$((p + 1))" --shm_path="$work/$mode.shm" \
-    --probe_interval=50ms --timestamping="$mode" 2>"$work/$mode.log" &
+    --probe_interval=50ms --timestamping="$mode" >"$work/$mode.log" 2>&1 &
   local pid=$!
   pids+=($pid)
   local json="" state=""
