@@ -338,6 +338,7 @@ absl::Status Daemon::RetargetRequester(const std::string& probe_address) {
     probes_sent_before_ += requester_->counters().sent.load();
     probes_answered_before_ += requester_->counters().answered.load();
     probes_lost_before_ += requester_->counters().lost.load();
+    dropped_from_earlier_parents_ = DroppedFromParent();
   }
   probe::ProbeRequester::Options options;
   options.parent_address = probe_address;
@@ -557,6 +558,12 @@ void Daemon::UpdateSnapshot(int64_t raw_ns) {
   st.set_uptime_ns(raw_ns - start_raw_ns_);
   st.set_version(kClocksyncVersion);
   st.set_timestamping(TimestampingSummary());
+  for (const auto& [reason, count] : DroppedOnProbePort()) {
+    (*st.mutable_dropped_on_probe_port())[reason] = count;
+  }
+  for (const auto& [reason, count] : DroppedFromParent()) {
+    (*st.mutable_dropped_from_parent())[reason] = count;
+  }
   if (!agent_) {
     st.set_probe_address(config_.listen);
     st.set_grpc_address(config_.grpc_listen);
@@ -604,33 +611,77 @@ void Daemon::UpdateSnapshot(int64_t raw_ns) {
 // Says which malformed probes were dropped since the last log line, by
 // reason: a wrong or missing key (unauthenticated, bad_mac, unexpected_mac)
 // shows up here first.
-void Daemon::LogDroppedProbes() {
-  auto report = [&](const std::array<std::atomic<uint64_t>,
-                                     probe::kDecodeStatusCount>& counters,
-                    std::array<uint64_t, probe::kDecodeStatusCount>* logged,
-                    const char* from) {
-    std::vector<std::string> parts;
-    for (size_t i = 0; i < counters.size(); ++i) {
-      const uint64_t now = counters[i].load(std::memory_order_relaxed);
-      if (now > (*logged)[i]) {
-        parts.push_back(absl::StrCat(
-            now - (*logged)[i], " ",
-            probe::DecodeStatusName(static_cast<probe::DecodeStatus>(i))));
-      }
-      (*logged)[i] = now;
+namespace {
+
+void AddMalformed(
+    const std::array<std::atomic<uint64_t>, probe::kDecodeStatusCount>& counts,
+    std::map<std::string, uint64_t>* out) {
+  for (size_t i = 1; i < counts.size(); ++i) {
+    const uint64_t n = counts[i].load(std::memory_order_relaxed);
+    if (n > 0) {
+      (*out)[probe::DecodeStatusName(static_cast<probe::DecodeStatus>(i))] += n;
     }
-    if (!parts.empty()) {
-      spdlog::warn("{}: dropped malformed probes from {}: {}", config_.node_id,
-                   from, absl::StrJoin(parts, ", "));
-    }
-  };
-  if (responder_) {
-    report(responder_->counters().malformed, &logged_drops_from_children_,
-           "children");
   }
-  if (requester_) {
-    report(requester_->counters().malformed, &logged_drops_from_parent_,
-           "the parent");
+}
+
+void AddIfAny(const char* reason, uint64_t n,
+              std::map<std::string, uint64_t>* out) {
+  if (n > 0) (*out)[reason] += n;
+}
+
+// "27 bad_mac, 3 duplicate": what grew since `logged`, which is updated.
+std::string Growth(const std::map<std::string, uint64_t>& now,
+                   std::map<std::string, uint64_t>* logged) {
+  std::vector<std::string> parts;
+  for (const auto& [reason, count] : now) {
+    uint64_t& before = (*logged)[reason];
+    if (count > before) parts.push_back(absl::StrCat(count - before, " ", reason));
+    before = count;
+  }
+  return absl::StrJoin(parts, ", ");
+}
+
+}  // namespace
+
+Daemon::DropCounts Daemon::DroppedOnProbePort() const {
+  DropCounts out;
+  if (!responder_) return out;
+  const probe::ResponderCounters& c = responder_->counters();
+  AddMalformed(c.malformed, &out);
+  // A well-formed reply sent to our probe port: we answer requests only.
+  AddIfAny("reply_sent_to_a_parent", c.unexpected_type.load(), &out);
+  AddIfAny("receive_buffer_full", c.receive_buffer_drops.load(), &out);
+  AddIfAny("delay_queue_full", c.delay_queue_drops.load(), &out);
+  return out;
+}
+
+Daemon::DropCounts Daemon::DroppedFromParent() const {
+  DropCounts out = dropped_from_earlier_parents_;
+  if (!requester_) return out;
+  const probe::RequesterCounters& c = requester_->counters();
+  AddMalformed(c.malformed, &out);
+  AddIfAny("request_from_the_parent", c.unexpected_type.load(), &out);
+  AddIfAny("duplicate", c.duplicate.load(), &out);
+  AddIfAny("unknown", c.unknown.load(), &out);
+  AddIfAny("late", c.late.load(), &out);
+  AddIfAny("echo_mismatch", c.echo_mismatch.load(), &out);
+  AddIfAny("receive_buffer_full", c.receive_buffer_drops.load(), &out);
+  AddIfAny("delay_queue_full", c.delay_queue_drops.load(), &out);
+  return out;
+}
+
+void Daemon::LogDroppedProbes() {
+  const std::string on_port =
+      Growth(DroppedOnProbePort(), &logged_drops_on_probe_port_);
+  if (!on_port.empty()) {
+    spdlog::warn("{}: dropped probes on the probe port: {}", config_.node_id,
+                 on_port);
+  }
+  const std::string from_parent =
+      Growth(DroppedFromParent(), &logged_drops_from_parent_);
+  if (!from_parent.empty()) {
+    spdlog::warn("{}: dropped probe replies from the parent: {}",
+                 config_.node_id, from_parent);
   }
 }
 

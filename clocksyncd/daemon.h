@@ -21,6 +21,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -175,8 +176,14 @@ class Daemon {
   probe::DelayInjection delay_;
   std::optional<probe::ProbeKeys> probe_key_;
   // Dropped packets (per DecodeStatus) already reported in the log.
-  std::array<uint64_t, probe::kDecodeStatusCount> logged_drops_from_children_{};
-  std::array<uint64_t, probe::kDecodeStatusCount> logged_drops_from_parent_{};
+  // Drops by reason (docs: NodeStatus.dropped_*), and what the log has
+  // said of them so far.
+  using DropCounts = std::map<std::string, uint64_t>;
+  DropCounts DroppedOnProbePort() const;
+  DropCounts DroppedFromParent() const;
+  DropCounts dropped_from_earlier_parents_;
+  DropCounts logged_drops_on_probe_port_;
+  DropCounts logged_drops_from_parent_;
   void LogDroppedProbes();
   absl::Status RetargetRequester(const std::string& probe_address);
   std::string AdvertisedAddress(const std::string& listen, int port) const;

@@ -385,6 +385,8 @@ int ProbeRequester::HandleBatch(int count, int64_t raw_after_receive_ns,
         DecodeProbe(rx_.data(index), rx_.length(index), &reply, Key());
     // Restore what the kernel overwrote, for the next recvmmsg.
     const msghdr received = rx_.header(index);
+    probe_internal::NoteReceiveBufferDrops(received,
+                                           counters_.receive_buffer_drops);
     rx_.Restore(index);
     if (status != DecodeStatus::kOk) {
       Bump(counters_.malformed[static_cast<size_t>(status)]);

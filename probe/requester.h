@@ -125,6 +125,9 @@ struct RequesterCounters {
   std::atomic<uint64_t> delay_queue_drops{0};
   // Replies without a usable kernel timestamp (t4 from a raw reading).
   std::atomic<uint64_t> rx_timestamp_fallbacks{0};
+  // Datagrams the kernel dropped because the socket's receive buffer was
+  // full (SO_RXQ_OVFL; as of the last datagram received).
+  std::atomic<uint64_t> receive_buffer_drops{0};
   // Kernel transmit stamps used as t1, and those dropped (no request
   // awaiting one, or implausible).
   std::atomic<uint64_t> tx_stamps{0};

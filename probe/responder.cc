@@ -200,6 +200,8 @@ void ProbeResponder::HandleBatch(int count, int64_t raw_after_receive_ns) {
   for (int i = 0; i < count; ++i) {
     const size_t slot = static_cast<size_t>(i);
     const msghdr& header = rx_.header(slot);
+    probe_internal::NoteReceiveBufferDrops(header,
+                                           counters_.receive_buffer_drops);
     ProbePacket request;
     const DecodeStatus status =
         DecodeProbe(rx_.data(slot), rx_.length(slot), &request, Key());

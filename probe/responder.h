@@ -107,6 +107,9 @@ struct ResponderCounters {
   std::atomic<uint64_t> delay_queue_drops{0};  // Delay queue was full.
   // Requests without a usable kernel timestamp (t2 from a raw reading).
   std::atomic<uint64_t> rx_timestamp_fallbacks{0};
+  // Datagrams the kernel dropped because the socket's receive buffer was
+  // full (SO_RXQ_OVFL; as of the last datagram received).
+  std::atomic<uint64_t> receive_buffer_drops{0};
   // Kernel transmit stamps recorded for replies sent.
   std::atomic<uint64_t> tx_stamps{0};
   // Transmit stamps dropped: no matching send, or implausible (a realtime

@@ -36,6 +36,39 @@ using ::clocksync::probe::loopback::WaitFor;
 
 // --- malformed and unexpected traffic -------------------------------------
 
+// Datagrams the kernel dropped for a full receive buffer (SO_RXQ_OVFL)
+// are counted: a small buffer, a flood while nobody serves, then one
+// request through.
+TEST(ProbeResponderTest, ReceiveBufferDropsAreCounted) {
+  FakeGlobalTime time;
+  ProbeResponder::Options options;
+  options.listen_address = "127.0.0.1:0";
+  options.time_source = &time;
+  options.receive_buffer_bytes = 4096;
+  auto responder = ProbeResponder::Create(options);
+  ASSERT_TRUE(responder.ok()) << responder.status();
+  RawSocket client;
+  const std::vector<uint8_t> request = Encoded(Request(7));
+  for (int i = 0; i < 2000; ++i) client.SendTo((*responder)->port(), request);
+  std::atomic<bool> stop{false};
+  std::thread serving([&] { (*responder)->Serve(stop).IgnoreError(); });
+  std::vector<uint8_t> answer;
+  ASSERT_NE(client.Receive(&answer), 0);
+  // Whatever was queued is answered; the rest the kernel dropped.
+  const ResponderCounters& c = (*responder)->counters();
+  for (int i = 0; i < 100 && c.receive_buffer_drops.load() == 0; ++i) {
+    client.SendTo((*responder)->port(), request);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  stop.store(true);
+  serving.join();
+  EXPECT_GT(c.receive_buffer_drops.load(), 0u);
+  EXPECT_LT(c.received.load(), 2100u);
+  EXPECT_EQ(c.received.load() + c.receive_buffer_drops.load() >= 2000, true)
+      << "received " << c.received.load() << ", dropped "
+      << c.receive_buffer_drops.load();
+}
+
 TEST(ProbeResponderTest, ResponderCountsAndIgnoresGarbage) {
   ServingResponder serving({});
   ASSERT_TRUE(serving.status().ok()) << serving.status();

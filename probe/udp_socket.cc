@@ -123,11 +123,15 @@ absl::StatusOr<ProbeSocket> OpenProbeSocket(const std::string& address,
         errno, absl::StrCat("probe socket for '", address, "'"));
   }
   const int on = 1;
+  // SO_RXQ_OVFL: each datagram carries the socket's count of datagrams the
+  // kernel dropped because the receive buffer was full.
   if (setsockopt(opened.fd, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof(on)) !=
-      0) {
+          0 ||
+      setsockopt(opened.fd, SOL_SOCKET, SO_RXQ_OVFL, &on, sizeof(on)) != 0) {
     const absl::Status status = absl::ErrnoToStatus(
         errno,
-        absl::StrCat("SO_TIMESTAMPNS on probe socket for '", address, "'"));
+        absl::StrCat("SO_TIMESTAMPNS/SO_RXQ_OVFL on probe socket for '",
+                     address, "'"));
     close(opened.fd);
     return status;
   }
@@ -169,6 +173,26 @@ int64_t ReceiveRawNs(const msghdr& header, int64_t raw_after_receive_ns,
   }
   Bump(fallbacks);
   return raw_after_receive_ns;
+}
+
+void NoteReceiveBufferDrops(const msghdr& header,
+                            std::atomic<uint64_t>& drops) {
+  for (cmsghdr* c = CMSG_FIRSTHDR(&header); c != nullptr;
+       c = CMSG_NXTHDR(const_cast<msghdr*>(&header), c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SO_RXQ_OVFL ||
+        c->cmsg_len < CMSG_LEN(sizeof(uint32_t))) {
+      continue;
+    }
+    uint32_t total = 0;
+    std::memcpy(&total, CMSG_DATA(c), sizeof(total));
+    // The kernel's count is cumulative (and 32-bit): keep the largest seen,
+    // carrying over wrap-arounds.
+    const uint64_t before = drops.load(std::memory_order_relaxed);
+    uint64_t now = (before & ~uint64_t{0xFFFFFFFF}) | total;
+    if (now < before) now += uint64_t{1} << 32;
+    drops.store(now, std::memory_order_relaxed);
+    return;
+  }
 }
 
 void SendEach(int fd, mmsghdr* msgs, size_t count,

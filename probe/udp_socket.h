@@ -1,7 +1,7 @@
 // probe/udp_socket.h: the UDP plumbing the responder and the requester
 // share: resolving a probe address (parsed by probe/address.h, the one
 // address parser), opening a socket with kernel receive timestamps
-// (SO_TIMESTAMPNS), turning a datagram's stamp into a raw instant, and the
+// (SO_TIMESTAMPNS) and receive-buffer drop counts (SO_RXQ_OVFL), turning a datagram's stamp into a raw instant, and the
 // buffers and loops of batched recvmmsg/sendmmsg calls. Internal to probe/
 // (its Bazel target is visible to //probe only).
 //
@@ -93,6 +93,12 @@ int64_t ReceiveRawNs(const msghdr& header, int64_t raw_after_receive_ns,
                      std::atomic<uint64_t>& fallbacks,
                      int64_t* uncertainty_ns);
 
+// Datagrams the kernel dropped on this socket because its receive buffer
+// was full, from a received datagram's SO_RXQ_OVFL control data: sets
+// `drops` (one writer) to the socket's cumulative count when present.
+void NoteReceiveBufferDrops(const msghdr& header,
+                            std::atomic<uint64_t>& drops);
+
 // Hands msgs[0..count) to sendmmsg (retrying on EINTR) until each was sent
 // or refused: `sent` counts the datagrams the kernel took, `errors` those it
 // refused (send buffer full, destination unreachable, ...), which are
@@ -109,9 +115,9 @@ template <size_t N>
 class RxBatch {
  public:
   static constexpr size_t kBufferSize = 128;  // > kProbePacketSize.
-  // Room for SCM_TIMESTAMPNS and, on a socket with transmit stamps on,
-  // the SCM_TIMESTAMPING the kernel adds to received datagrams too.
-  static constexpr size_t kControlSize = 128;
+  // Room for SCM_TIMESTAMPNS, SO_RXQ_OVFL and, on a socket with transmit
+  // stamps on, the SCM_TIMESTAMPING the kernel adds to received datagrams.
+  static constexpr size_t kControlSize = 160;
 
   // `with_sender`: record each datagram's source address (see sender()).
   explicit RxBatch(bool with_sender) {
