@@ -158,15 +158,8 @@ int Clock::OpenWithCode(const std::string& path, const ClockOptions& options,
 }
 
 bool Clock::UsesTsc() const noexcept {
-#if defined(__x86_64__)
-  if (tsc_section_ == nullptr) return false;
-  TscValues t;
-  int64_t raw_ns;
-  return shm::TryReadTscSection(tsc_section_, &t) &&
-         shm::TscToRaw(t, ReadTsc(), &raw_ns);
-#else
-  return false;
-#endif
+  int64_t raw_ns, error_ns;
+  return TscRawNow(&raw_ns, &error_ns);
 }
 
 TimeReading Clock::Widened(TimeReading r, int64_t extra_bound_ns) noexcept {

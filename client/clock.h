@@ -216,16 +216,10 @@ class Clock {
   // daemon publishes a valid TSC mapping (the bound then includes its
   // error_ns), else At(RawNowNs()).
   TimeReading Now() const noexcept {
-#if defined(__x86_64__)
-    if (tsc_section_ != nullptr) {
-      TscValues t;
-      int64_t raw_ns;
-      if (__builtin_expect(shm::TryReadTscSection(tsc_section_, &t), 1) &&
-          __builtin_expect(shm::TscToRaw(t, ReadTsc(), &raw_ns), 1)) {
-        return AtWithExtraBound(raw_ns, t.error_ns);
-      }
+    int64_t raw_ns, error_ns;
+    if (__builtin_expect(TscRawNow(&raw_ns, &error_ns), 1)) {
+      return AtWithExtraBound(raw_ns, error_ns);
     }
-#endif
     return At(RawNowNs());
   }
 
@@ -233,19 +227,13 @@ class Clock {
   // publishes a valid TSC mapping (within its error_ns, which is returned
   // in *error_ns if not null), else clock_gettime (error 0).
   int64_t FastRawNowNs(int64_t* error_ns = nullptr) const noexcept {
-#if defined(__x86_64__)
-    if (tsc_section_ != nullptr) {
-      TscValues t;
-      int64_t raw_ns;
-      if (__builtin_expect(shm::TryReadTscSection(tsc_section_, &t), 1) &&
-          __builtin_expect(shm::TscToRaw(t, ReadTsc(), &raw_ns), 1)) {
-        if (error_ns != nullptr) *error_ns = t.error_ns;
-        return raw_ns;
-      }
+    int64_t raw_ns, tsc_error_ns;
+    if (!TscRawNow(&raw_ns, &tsc_error_ns)) {
+      raw_ns = RawNowNs();
+      tsc_error_ns = 0;
     }
-#endif
-    if (error_ns != nullptr) *error_ns = 0;
-    return RawNowNs();
+    if (error_ns != nullptr) *error_ns = tsc_error_ns;
+    return raw_ns;
   }
 
   // Whether Now() would read the TSC at this moment (diagnostics,
@@ -313,6 +301,21 @@ class Clock {
   void MaybeRemap() const noexcept;
   static TimeReading BusyReading() noexcept;
   static TimeReading Widened(TimeReading r, int64_t extra_bound_ns) noexcept;
+  // The raw clock now through the TSC and the published TSC mapping, with
+  // the mapping's error; false when there is none to use (then call
+  // RawNowNs()).
+  bool TscRawNow(int64_t* raw_ns, int64_t* error_ns) const noexcept {
+#if defined(__x86_64__)
+    TscValues t;
+    if (tsc_section_ != nullptr &&
+        __builtin_expect(shm::TryReadTscSection(tsc_section_, &t), 1) &&
+        __builtin_expect(shm::TscToRaw(t, ReadTsc(), raw_ns), 1)) {
+      *error_ns = t.error_ns;
+      return true;
+    }
+#endif
+    return false;
+  }
 #if defined(__x86_64__)
   // The TSC. A plain rdtsc, as Abseil's CycleClock reads it: not fenced
   // against earlier instructions (the vDSO's lfence costs 7.7 ns here, a
