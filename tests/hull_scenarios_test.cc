@@ -162,8 +162,8 @@ INSTANTIATE_TEST_SUITE_P(
 // estimate held wrong for tens of seconds. Measured as the largest change
 // of the error over any 20 s, after the first minute, in ns per s (ppb).
 TEST(DriftStabilityTest, ErrorDoesNotRampOnAStableClock) {
-  const Scenario* scenario =
-      FindScenario(StandardScenarios(), "109-kernel-stamps-16hz");
+  const std::vector<Scenario> scenarios = StandardScenarios();
+  const Scenario* scenario = FindScenario(scenarios, "109-kernel-stamps-16hz");
   ASSERT_NE(scenario, nullptr);
   AdaptiveWindowEstimator est{AdaptiveConfig()};
   ProbeSimulator sim(scenario->params);
