@@ -62,7 +62,9 @@ struct ClockOptions {
   // Now() reads the TSC (x86-64) through the daemon's published TSC->raw
   // mapping where it has one (shm/shm_layout.h), instead of
   // clock_gettime(CLOCK_MONOTONIC_RAW). The environment variable
-  // CLOCKSYNC_TSC=off turns it off for every Clock of the process.
+  // CLOCKSYNC_TSC=off turns it off for every Clock of the process
+  // (CLOCKSYNC_TSC=auto leaves this option to decide; any other value makes
+  // Open() fail with InvalidArgument naming the variable).
   bool use_tsc = true;
 };
 

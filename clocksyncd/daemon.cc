@@ -442,6 +442,7 @@ void Daemon::RunNode() {
       // Not attached yet: nothing to probe.
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
       PublishNode(now);
+      MaybeUpdateTsc(now);
       WriteStatus(now);
       continue;
     }
