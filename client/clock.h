@@ -8,8 +8,18 @@
 //   if (t.ok()) Record(t.global_ns, t.earliest_ns, t.latest_ns);
 //
 // Now() and At() are the hot path: inline, no system call beyond the vDSO
-// clock read, no allocation, no exception, no lock. They read the seqlocked
-// mapping with a bounded number of attempts and evaluate
+// clock read, no allocation, no exception, no lock. Where the daemon
+// publishes a TSC mapping (x86-64 with an invariant TSC that it checks
+// against CLOCK_MONOTONIC_RAW every second; shm/shm_layout.h), Now() reads
+// the raw clock as one rdtsc through that mapping instead of clock_gettime,
+// and widens the bound by the mapping's error_ns; it falls back to
+// clock_gettime when there is none, when it has expired or been withdrawn,
+// when a read of it overlaps the daemon's write, and when
+// ClockOptions::use_tsc or CLOCKSYNC_TSC=off say so. Raw time read through
+// successive TSC mappings does not step back (the daemon makes each start
+// where the last stood); switching between the two paths may, by up to
+// error_ns. They read the seqlocked mapping with a bounded number of
+// attempts and evaluate
 //   global = anchor_global + dt + dt * rate_adj,   dt = raw - anchor_raw
 //   bound  = bound_at_anchor + |dt| * bound_growth
 // in integer fixed point (internal::Evaluate), rounding earliest down and
@@ -216,7 +226,8 @@ class Clock {
 
   // Global time now: one TSC read and two seqlocked sections where the
   // daemon publishes a valid TSC mapping (the bound then includes its
-  // error_ns), else At(RawNowNs()).
+  // error_ns), else At(RawNowNs()). A TSC section read that overlaps a
+  // write falls back at once (cheaper than a retry, once a second at most).
   TimeReading Now() const noexcept {
 #if defined(__x86_64__)
     if (tsc_section_ != nullptr) {

@@ -177,7 +177,12 @@ absl::Status Daemon::Start() {
   absl::StatusOr<ShmPathLock> lock = ShmPathLock::Acquire(config_.shm_path);
   if (!lock.ok()) return lock.status();
   shm_lock_.emplace(std::move(*lock));
-  absl::StatusOr<ShmPublisher> publisher = ShmPublisher::Open(config_.shm_path);
+  // Without the TSC, layout version 1: older client libraries read it too.
+  ShmPublisher::Options publisher_options;
+  publisher_options.layout_version =
+      config_.tsc ? CLOCKSYNC_SHM_LAYOUT_VERSION : CLOCKSYNC_SHM_LAYOUT_VERSION_1;
+  absl::StatusOr<ShmPublisher> publisher =
+      ShmPublisher::Open(config_.shm_path, std::move(publisher_options));
   if (!publisher.ok()) return publisher.status();
   publisher_.emplace(std::move(*publisher));
   if (model_) {
