@@ -228,18 +228,24 @@ class Clock {
   // daemon publishes a valid TSC mapping (the bound then includes its
   // error_ns), else At(RawNowNs()). A TSC section read that overlaps a
   // write falls back at once (cheaper than a retry, once a second at most).
-  TimeReading Now() const noexcept {
+  // Always inlined, with one evaluation for both paths: out of line, the
+  // reading returned through memory cost the clock_gettime path 10%.
+  __attribute__((always_inline)) TimeReading Now() const noexcept {
+    int64_t raw_ns;
+    int64_t extra_bound_ns = 0;
 #if defined(__x86_64__)
-    if (tsc_section_ != nullptr) {
-      TscValues t;
-      int64_t raw_ns;
-      if (__builtin_expect(shm::TryReadTscSection(tsc_section_, &t), 1) &&
-          __builtin_expect(shm::TscToRaw(t, ReadTsc(), &raw_ns), 1)) {
-        return AtWithExtraBound(raw_ns, t.error_ns);
-      }
+    TscValues t;
+    if (__builtin_expect(tsc_section_ != nullptr, 1) &&
+        __builtin_expect(shm::TryReadTscSection(tsc_section_, &t), 1) &&
+        __builtin_expect(shm::TscToRaw(t, ReadTsc(), &raw_ns), 1)) {
+      extra_bound_ns = t.error_ns;
+    } else {
+      raw_ns = RawNowNs();
     }
+#else
+    raw_ns = RawNowNs();
 #endif
-    return At(RawNowNs());
+    return AtWithExtraBound(raw_ns, extra_bound_ns);
   }
 
   // Host CLOCK_MONOTONIC_RAW now, in ns, through the TSC where the daemon
@@ -279,8 +285,8 @@ class Clock {
 
   // As At(), with `extra_bound_ns` (>= 0) added to the bound: the error of
   // a raw reading derived from the TSC.
-  TimeReading AtWithExtraBound(int64_t raw_ns,
-                               int64_t extra_bound_ns) const noexcept {
+  __attribute__((always_inline)) TimeReading AtWithExtraBound(
+      int64_t raw_ns, int64_t extra_bound_ns) const noexcept {
     MappingValues v;
     if (__builtin_expect(!shm::TryReadSectionForEvaluation(section_, &v), 0) ||
         __builtin_expect(NeedsSlowPath(v, raw_ns), 0)) {
