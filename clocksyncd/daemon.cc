@@ -684,11 +684,12 @@ void Daemon::WriteStatus(int64_t raw_ns) {
   }
   std::fprintf(f,
                "node_id=%s state=%s depth=%u parent=%s samples=%zu bound_ns=%lld "
-               "drift_ppb=%.1f\n",
+               "drift_ppb=%.1f tsc_error_ns=%lld\n",
                config_.node_id.c_str(), StateName(published_state_), depth,
                parent.c_str(),
                config_.master ? size_t{0} : estimator_->window_samples(),
-               static_cast<long long>(published_bound_ns_), drift_ppb);
+               static_cast<long long>(published_bound_ns_), drift_ppb,
+               static_cast<long long>(tsc_published_error_ns_));
   std::fclose(f);
   std::rename(tmp.c_str(), config_.status_file.c_str());
 }
@@ -700,6 +701,7 @@ void Daemon::MaybeUpdateTsc(int64_t raw_ns) {
   const absl::Status published = publisher_->PublishTsc(v);
   if (!published.ok()) return;
   const bool valid = v.max_ticks > 0;
+  tsc_published_error_ns_ = valid ? v.error_ns : -1;
   if (valid && !tsc_published_valid_) {
     spdlog::info("{}: TSC mapping published for clients (error {} ns)",
                  config_.node_id, v.error_ns);
