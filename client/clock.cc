@@ -130,6 +130,15 @@ int Clock::OpenWithCode(const std::string& path, const ClockOptions& options,
         " (>= 0), max_read_attempts=", options.max_read_attempts, " (>= 1)");
     return CLOCKSYNC_EINVAL;
   }
+  // The process-wide switch of the TSC read path (shared with the tracer).
+  const char* env = std::getenv("CLOCKSYNC_TSC");
+  const std::string env_tsc = env != nullptr ? env : "auto";
+  if (env_tsc != "auto" && env_tsc != "off") {
+    *message = absl::StrCat("CLOCKSYNC_EINVAL: CLOCKSYNC_TSC='", env_tsc,
+                            "' in the environment is neither auto nor off");
+    return CLOCKSYNC_EINVAL;
+  }
+  const bool env_off = env_tsc == "off";
   std::unique_ptr<shm::SegmentReader> reader;
   if (const shm::SegmentError error =
           shm::SegmentReader::Open(path, &reader, message);
@@ -148,11 +157,10 @@ int Clock::OpenWithCode(const std::string& path, const ClockOptions& options,
   const clocksync_shm_tsc* tsc = &remapper->reader->segment()->tsc;
   out->reset(new Clock(section, options, std::move(remapper)));
 #if defined(__x86_64__)
-  const char* env = std::getenv("CLOCKSYNC_TSC");
-  const bool env_off = env != nullptr && std::string(env) == "off";
   if (options.use_tsc && !env_off) (*out)->tsc_section_ = tsc;
 #else
   (void)tsc;
+  (void)env_off;
 #endif
   return CLOCKSYNC_OK;
 }

@@ -25,6 +25,7 @@ clocksync::ClockOptions ToClockOptions(const clocksync_options& options) {
   clock_options.stale_growth_ppb = options.stale_growth_ppb;
   clock_options.recheck_interval_ns = options.recheck_interval_ns;
   clock_options.max_read_attempts = options.max_read_attempts;
+  clock_options.use_tsc = options.disable_tsc == 0;
   return clock_options;
 }
 
@@ -52,7 +53,7 @@ void clocksync_options_init(clocksync_options* options) {
   options->stale_growth_ppb = defaults.stale_growth_ppb;
   options->recheck_interval_ns = defaults.recheck_interval_ns;
   options->max_read_attempts = defaults.max_read_attempts;
-  options->reserved = 0;
+  options->disable_tsc = defaults.use_tsc ? 0 : 1;
 }
 
 int clocksync_open(const char* path, clocksync_handle** out) {

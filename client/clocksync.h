@@ -18,7 +18,11 @@
  * clocksync_at are thread-safe; clocksync_close must come after the last
  * use). clocksync_now costs one vDSO clock read, one seqlocked read of a
  * 64-byte cache line and a few arithmetic operations: no system call, no
- * allocation, no lock.
+ * allocation, no lock. Where the daemon publishes a TSC mapping (x86-64
+ * with an invariant TSC it has checked; shm/shm_layout.h) the clock read
+ * is one rdtsc and a second seqlocked line instead, and the bound includes
+ * that mapping's error (clocksync_options.disable_tsc or CLOCKSYNC_TSC=off:
+ * never).
  *
  * All functions return 0 or a negative CLOCKSYNC_E* code
  * (client/clocksync_errors.h, shared with the tracer's C API; described by
@@ -66,8 +70,11 @@ typedef struct clocksync_options {
   int64_t recheck_interval_ns;
   /* Seqlock read attempts before CLOCKSYNC_EBUSY (default 1000). */
   int32_t max_read_attempts;
-  /* Zero. */
-  int32_t reserved;
+  /* Nonzero: clocksync_now always reads clock_gettime, never the TSC
+   * (default 0: the TSC where the daemon publishes a TSC mapping; the
+   * environment variable CLOCKSYNC_TSC=off does the same for every
+   * handle). */
+  int32_t disable_tsc;
 } clocksync_options;
 
 /* Opaque handle to one mapped segment. */

@@ -4,7 +4,8 @@
  * segment the way a C writer would (plain struct, __atomic stores following
  * the seqlock protocol of shm_layout.h, temporary name + rename) and drives
  * the C API against it: open errors, clocksync_at/now, staleness, options,
- * strerror.
+ * strerror; on x86-64 also a TSC section and clocksync_now through it,
+ * unless the options disable the TSC.
  */
 #define _GNU_SOURCE
 
@@ -57,10 +58,12 @@ static int failures = 0;
 static const int64_t kSecondNs = 1000000000;
 
 /* Writes a segment at `path`: created at a temporary name, renamed over the
- * path. Returns 0 on success. */
+ * path. With tsc_error_ns > 0, also a TSC section that maps every TSC value
+ * to raw time tsc_raw_ns with that error. Returns 0 on success. */
 static int write_segment(const char* path, int64_t anchor_raw_ns,
                          int64_t anchor_global_ns, int64_t bound_ns,
-                         int64_t update_raw_ns) {
+                         int64_t update_raw_ns, int64_t tsc_raw_ns,
+                         int64_t tsc_error_ns) {
   char temp[4096 + 16];
   if (snprintf(temp, sizeof(temp), "%s.XXXXXX", path) >= (int)sizeof(temp)) {
     return -1;
@@ -94,6 +97,19 @@ static int write_segment(const char* path, int64_t anchor_raw_ns,
   __atomic_store_n(&m->update_raw_ns, update_raw_ns, __ATOMIC_RELEASE);
   __atomic_store_n(&m->generation, (uint64_t)1, __ATOMIC_RELEASE);
   __atomic_store_n(&m->seq, seq + 2, __ATOMIC_RELEASE);
+  if (tsc_error_ns > 0) {
+    /* Rate 0 and every tick valid: any TSC reads as tsc_raw_ns. */
+    clocksync_shm_tsc* tsc = &shm->tsc;
+    seq = __atomic_load_n(&tsc->seq, __ATOMIC_RELAXED);
+    __atomic_store_n(&tsc->seq, seq + 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&tsc->anchor_tsc, (uint64_t)0, __ATOMIC_RELEASE);
+    __atomic_store_n(&tsc->anchor_raw_ns, tsc_raw_ns, __ATOMIC_RELEASE);
+    __atomic_store_n(&tsc->raw_ns_per_tick_q32, (uint64_t)0, __ATOMIC_RELEASE);
+    __atomic_store_n(&tsc->max_ticks, ~(uint64_t)0, __ATOMIC_RELEASE);
+    __atomic_store_n(&tsc->error_ns, tsc_error_ns, __ATOMIC_RELEASE);
+    __atomic_store_n(&tsc->generation, (uint64_t)1, __ATOMIC_RELEASE);
+    __atomic_store_n(&tsc->seq, seq + 2, __ATOMIC_RELEASE);
+  }
   munmap(shm, sizeof(clocksync_shm));
   return rename(temp, path);
 }
@@ -117,7 +133,8 @@ int main(void) {
 
   const int64_t now_ns = clocksync_raw_now_ns();
   const int64_t anchor_global_ns = 1000 * kSecondNs;
-  CHECK(write_segment(path, now_ns, anchor_global_ns, 500, now_ns) == 0);
+  CHECK(write_segment(path, now_ns, anchor_global_ns, 500, now_ns, 0, 0) ==
+        0);
 
   CHECK_EQ_I64(clocksync_open(path, &handle), CLOCKSYNC_OK);
   CHECK(handle != NULL);
@@ -167,6 +184,32 @@ int main(void) {
   CHECK_EQ_I64(clocksync_open_with_options(path, &options, &handle),
                CLOCKSYNC_EINVAL);
   CHECK(strstr(clocksync_open_error(), "max_read_attempts") != NULL);
+  options.max_read_attempts = 1000;
+  CHECK_EQ_I64(options.disable_tsc, 0);
+
+#if defined(__x86_64__)
+  /* A TSC section: clocksync_now reads raw now_ns + 2 s through it (error 7
+   * ns in the bound); with disable_tsc, clock_gettime (about now_ns). */
+  CHECK(write_segment(path, now_ns, anchor_global_ns, 500, now_ns,
+                      now_ns + 2 * kSecondNs, 7) == 0);
+  CHECK_EQ_I64(clocksync_open(path, &handle), CLOCKSYNC_OK);
+  if (handle != NULL) {
+    CHECK_EQ_I64(clocksync_now(handle, &t), CLOCKSYNC_OK);
+    CHECK_EQ_I64(t.global_ns, anchor_global_ns + 2 * kSecondNs);
+    CHECK_EQ_I64(t.latest_ns - t.global_ns, 500 + 7 + 1);
+    CHECK_EQ_I64(t.global_ns - t.earliest_ns, 500 + 7);
+    clocksync_close(handle);
+  }
+  options.disable_tsc = 1;
+  CHECK_EQ_I64(clocksync_open_with_options(path, &options, &handle),
+               CLOCKSYNC_OK);
+  if (handle != NULL) {
+    CHECK_EQ_I64(clocksync_now(handle, &t), CLOCKSYNC_OK);
+    CHECK(t.global_ns < anchor_global_ns + kSecondNs);
+    CHECK_EQ_I64(t.latest_ns - t.global_ns, 500 + 1);
+    clocksync_close(handle);
+  }
+#endif
 
   if (failures != 0) {
     fprintf(stderr, "%d check(s) failed\n", failures);

@@ -137,6 +137,8 @@ int main(int argc, char** argv) {
     ratios.push_back(now / bare);
   }
 
+  // The TSC mapping is re-checked every second; say if it was withdrawn.
+  const bool tsc_at_end = clock->UsesTsc();
   segment->Stop();
   const uint64_t path_checks = clock->path_check_count();
   segment.reset();
@@ -147,6 +149,10 @@ int main(int argc, char** argv) {
   const double now_real_ns = reporter.MedianRealNs("BM_Now");
   std::cout << "path checks during the run (0 = always the hot path): "
             << path_checks << "\n";
+  if (tsc && !tsc_at_end) {
+    std::cout << "the TSC mapping was withdrawn during the run: the figure "
+                 "mixes both read paths\n";
+  }
   if (raw_cpu_ns <= 0 || now_cpu_ns <= 0) {
     std::cout << "both BM_ClockGettimeRaw and BM_Now must run to compute "
                  "the ratio\n";

@@ -4,11 +4,13 @@
 // read that mixes two updates (a torn read) is detected. Also meant to run
 // under --config=tsan and --config=asan.
 //
-// Two set-ups:
+// Two set-ups, each for the mapping section and for the TSC section:
 //  - InMemory: writer and readers share one section at one address, so
 //    ThreadSanitizer sees every access of the seqlock protocol;
 //  - EndToEnd: ShmPublisher writes through its mapping of the file, readers
-//    use Clock::At() and Clock::ReadMapping() through theirs.
+//    use Clock::At() and Clock::ReadMapping() through theirs; for the TSC,
+//    Clock::Now() reads both sections (each consistent on its own, possibly
+//    of different updates) while the writer rewrites both.
 
 #include <algorithm>
 #include <atomic>
@@ -65,6 +67,7 @@ struct ReaderStats {
   uint64_t torn = 0;        // reads that mixed updates: must stay 0
   uint64_t backwards = 0;   // a later read saw an older update: must stay 0
   uint64_t busy = 0;        // retry limit hit (allowed, counted)
+  uint64_t fallback = 0;    // Now() fell back to clock_gettime (counted)
   uint64_t distinct = 0;    // number of different updates seen
 };
 
@@ -78,11 +81,12 @@ void ExpectHealthy(const std::vector<ReaderStats>& stats, uint64_t writes,
     EXPECT_GT(stats[i].consistent, 100u) << "the reader must have run";
     max_distinct = std::max(max_distinct, stats[i].distinct);
     std::printf(
-        "reader %zu: consistent=%llu torn=%llu busy=%llu "
+        "reader %zu: consistent=%llu torn=%llu busy=%llu fallback=%llu "
         "distinct=%llu\n",
         i, static_cast<unsigned long long>(stats[i].consistent),
         static_cast<unsigned long long>(stats[i].torn),
         static_cast<unsigned long long>(stats[i].busy),
+        static_cast<unsigned long long>(stats[i].fallback),
         static_cast<unsigned long long>(stats[i].distinct));
   }
   std::printf("writes=%llu\n", static_cast<unsigned long long>(writes));
@@ -317,6 +321,214 @@ TEST_P(EndToEndSeqlockTest, ClockReadersNeverSeeATornWrite) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Paces, EndToEndSeqlockTest,
+                         ::testing::Values(Pace::k1kHz, Pace::kTightLoop),
+                         PaceName);
+
+// ---------------------------------------------------------------------------
+// The TSC section (layout version 2), in memory: every field of update k
+// derives from k.
+
+TscValues InMemoryTscValues(uint64_t k) {
+  TscValues v;
+  v.anchor_tsc = 7 * k + 3;
+  v.anchor_raw_ns = static_cast<int64_t>(3 * k + 1);
+  v.raw_ns_per_tick_q32 = k * 1'000'003 + 1;
+  v.max_ticks = 17 * k;
+  v.error_ns = static_cast<int64_t>(11 * k);
+  v.generation = k;
+  return v;
+}
+
+bool SameTscValues(const TscValues& a, const TscValues& b) {
+  return a.anchor_tsc == b.anchor_tsc && a.anchor_raw_ns == b.anchor_raw_ns &&
+         a.raw_ns_per_tick_q32 == b.raw_ns_per_tick_q32 &&
+         a.max_ticks == b.max_ticks && a.error_ns == b.error_ns &&
+         a.generation == b.generation;
+}
+
+class InMemoryTscSeqlockTest : public ::testing::TestWithParam<Pace> {};
+
+TEST_P(InMemoryTscSeqlockTest, ReadersNeverSeeATornWrite) {
+  const Pace pace = GetParam();
+  auto section = std::make_unique<clocksync_shm_tsc>();
+  shm::WriteTscSection(section.get(), InMemoryTscValues(0));
+  std::atomic<bool> stop{false};
+  std::vector<ReaderStats> stats(kReaders);
+  std::vector<std::thread> readers;
+  for (int r = 0; r < kReaders; ++r) {
+    readers.emplace_back([&, r] {
+      ReaderStats& s = stats[r];
+      uint64_t last_k = 0;
+      while (!stop.load(std::memory_order_relaxed)) {
+        TscValues v;
+        bool read = false;
+        for (int attempt = 0; attempt < 1000 && !read; ++attempt) {
+          read = shm::TryReadTscSection(section.get(), &v);
+        }
+        if (!read) {
+          ++s.busy;
+          continue;
+        }
+        const uint64_t k = v.generation;
+        if (!SameTscValues(v, InMemoryTscValues(k))) {
+          ++s.torn;
+          continue;
+        }
+        ++s.consistent;
+        if (k < last_k) ++s.backwards;
+        if (k != last_k) ++s.distinct;
+        last_k = k;
+      }
+    });
+  }
+  std::atomic<uint64_t> writes{0};
+  std::thread writer([&] {
+    writes = RunWriter(pace, stop, [&](uint64_t k) {
+      shm::WriteTscSection(section.get(), InMemoryTscValues(k));
+    });
+  });
+  std::this_thread::sleep_for(Duration(pace));
+  stop = true;
+  writer.join();
+  for (std::thread& reader : readers) reader.join();
+  ExpectHealthy(stats, writes.load(), pace);
+}
+
+INSTANTIATE_TEST_SUITE_P(Paces, InMemoryTscSeqlockTest,
+                         ::testing::Values(Pace::k1kHz, Pace::kTightLoop),
+                         PaceName);
+
+// ---------------------------------------------------------------------------
+// The TSC section end to end: the writer publishes TSC mapping k and then
+// mapping k; readers call Clock::Now(), which reads the TSC section and
+// then the mapping section under their own seqlocks, so a reading combines
+// TSC mapping k with mapping j >= k (or a later k). TSC mapping k maps
+// every TSC value to raw 5k (rate 0, all ticks valid) with error k, and
+// mapping j has bound j * 2^24, rate 0 and no growth, so a reading's
+// latest - global - 1 = j * 2^24 + k names both, and its global time must
+// then be exactly anchor_global(j) + 5k - anchor_raw(j). A TSC section read
+// that overlaps a write makes Now() fall back to clock_gettime (counted).
+
+constexpr int kTscShift = 24;
+
+TscValues EndToEndTscValues(uint64_t k) {
+  TscValues v;
+  v.anchor_tsc = 0;
+  v.anchor_raw_ns = static_cast<int64_t>(5 * k);
+  v.raw_ns_per_tick_q32 = 0;
+  v.max_ticks = ~uint64_t{0};
+  v.error_ns = static_cast<int64_t>(k);
+  return v;
+}
+
+Mapping EndToEndTscMapping(uint64_t j) {
+  Mapping m;
+  m.anchor_raw_ns = static_cast<int64_t>(3 * j + 1);
+  m.anchor_global_ns = static_cast<int64_t>(1'000'000 * j + 2);
+  m.bound_at_anchor_ns = static_cast<int64_t>(j << kTscShift);
+  m.state = CLOCKSYNC_STATE_SYNCED;
+  return m;
+}
+
+class EndToEndTscSeqlockTest : public ::testing::TestWithParam<Pace> {};
+
+TEST_P(EndToEndTscSeqlockTest, NowNeverSeesATornWrite) {
+#if !defined(__x86_64__)
+  GTEST_SKIP() << "Clock::Now() reads the TSC on x86-64 only";
+#endif
+  const Pace pace = GetParam();
+  const char* dir = std::getenv("TEST_TMPDIR");
+  const std::string path =
+      std::string(dir != nullptr ? dir : "/tmp") + "/stress_tsc_" +
+      PaceName(::testing::TestParamInfo<Pace>(pace, 0)) + ".shm";
+  // Update j is stamped 13j, far below every reading's raw time + 5 s.
+  uint64_t current_j = 0;
+  ShmPublisher::Options options;
+  options.raw_clock_ns = [&current_j] {
+    return static_cast<int64_t>(13 * current_j);
+  };
+  absl::StatusOr<ShmPublisher> publisher =
+      ShmPublisher::Open(path, std::move(options));
+  ASSERT_TRUE(publisher.ok()) << publisher.status();
+  current_j = 1;
+  ASSERT_TRUE(publisher->PublishTsc(EndToEndTscValues(1)).ok());
+  ASSERT_TRUE(publisher->Publish(EndToEndTscMapping(1)).ok());
+  absl::StatusOr<Clock> clock = Clock::Open(path);
+  ASSERT_TRUE(clock.ok()) << clock.status();
+  ASSERT_TRUE(clock->UsesTsc()) << "CLOCKSYNC_TSC=off in the environment?";
+
+  std::atomic<bool> stop{false};
+  std::vector<ReaderStats> stats(kReaders);
+  std::vector<std::thread> readers;
+  for (int r = 0; r < kReaders; ++r) {
+    readers.emplace_back([&, r] {
+      ReaderStats& s = stats[r];
+      uint64_t last_k = 0;
+      uint64_t last_j = 0;
+      while (!stop.load(std::memory_order_relaxed)) {
+        const TimeReading t = clock->Now();
+        if (t.error == CLOCKSYNC_EBUSY) {
+          ++s.busy;
+          continue;
+        }
+        // A TSC section read that overlapped a write makes Now() read
+        // clock_gettime instead, a raw time far after every update stamp
+        // here: stale. (A TSC reading is raw 5k < 13j + 5 s: never stale.)
+        if (t.error == CLOCKSYNC_ESTALE) {
+          ++s.fallback;
+          continue;
+        }
+        const uint64_t both = static_cast<uint64_t>(t.latest_ns - t.global_ns - 1);
+        const uint64_t j = both >> kTscShift;
+        const uint64_t k = both & ((uint64_t{1} << kTscShift) - 1);
+        const Mapping m = EndToEndTscMapping(j);
+        const int64_t expected_global_ns = m.anchor_global_ns +
+                                           static_cast<int64_t>(5 * k) -
+                                           m.anchor_raw_ns;
+        const int64_t expected_half_ns =
+            m.bound_at_anchor_ns + static_cast<int64_t>(k);
+        if (t.error != CLOCKSYNC_OK || k == 0 || j == 0 ||
+            t.global_ns != expected_global_ns ||
+            t.global_ns - t.earliest_ns != expected_half_ns) {
+          ++s.torn;
+          continue;
+        }
+        ++s.consistent;
+        if (k < last_k || j < last_j) ++s.backwards;
+        if (k != last_k) ++s.distinct;
+        last_k = k;
+        last_j = j;
+      }
+    });
+  }
+  std::atomic<uint64_t> writes{0};
+  std::thread writer([&] {
+    writes = 1 + RunWriter(pace, stop, [&](uint64_t k) {
+               // Both only fail on a closed publisher or invalid input,
+               // which k never makes.
+               if (!publisher->PublishTsc(EndToEndTscValues(k + 1)).ok()) {
+                 std::abort();
+               }
+               current_j = k + 1;
+               if (!publisher->Publish(EndToEndTscMapping(k + 1)).ok()) {
+                 std::abort();
+               }
+             });
+  });
+  std::this_thread::sleep_for(Duration(pace));
+  stop = true;
+  writer.join();
+  for (std::thread& reader : readers) reader.join();
+  ExpectHealthy(stats, writes.load(), pace);
+  EXPECT_LT(writes.load(), uint64_t{1} << kTscShift) << "k must fit its bits";
+  // Only the (stale) fallback readings took the slow path that looks at
+  // the file; TSC readings never did.
+  uint64_t fallbacks = 0;
+  for (const ReaderStats& s : stats) fallbacks += s.fallback;
+  EXPECT_LE(clock->path_check_count(), fallbacks);
+}
+
+INSTANTIATE_TEST_SUITE_P(Paces, EndToEndTscSeqlockTest,
                          ::testing::Values(Pace::k1kHz, Pace::kTightLoop),
                          PaceName);
 

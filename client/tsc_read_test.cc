@@ -148,9 +148,20 @@ TEST(TscReadTest, OptionAndEnvironmentTurnItOff) {
   EXPECT_FALSE(off->UsesTsc());
   setenv("CLOCKSYNC_TSC", "off", 1);
   absl::StatusOr<Clock> env_off = Clock::Open(path);
-  unsetenv("CLOCKSYNC_TSC");
   ASSERT_TRUE(env_off.ok());
   EXPECT_FALSE(env_off->UsesTsc());
+  setenv("CLOCKSYNC_TSC", "auto", 1);
+  absl::StatusOr<Clock> env_auto = Clock::Open(path);
+  ASSERT_TRUE(env_auto.ok());
+  EXPECT_TRUE(env_auto->UsesTsc());
+  // A typo is an error naming the variable, not a silent default.
+  setenv("CLOCKSYNC_TSC", "on", 1);
+  absl::StatusOr<Clock> env_bad = Clock::Open(path);
+  unsetenv("CLOCKSYNC_TSC");
+  EXPECT_EQ(env_bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(env_bad.status().message().find("CLOCKSYNC_TSC='on'"),
+            std::string::npos)
+      << env_bad.status();
   absl::StatusOr<Clock> on = Clock::Open(path);
   ASSERT_TRUE(on.ok());
   EXPECT_TRUE(on->UsesTsc());

@@ -330,7 +330,8 @@ std::string ConfigMarkdown() {
         IsLiteralDefault(key) ? absl::StrCat("`", DefaultDescription(key), "`")
                               : DefaultDescription(key);
     absl::StrAppend(
-        &out, "| `", key->name(), "` | ", ValueDescription(key), " | ",
+        &out, "| `", key->name(), "` | ",
+        absl::StrReplaceAll(ValueDescription(key), {{"|", "\\|"}}), " | ",
         default_cell, " | ",
         absl::StrReplaceAll(key->options().GetExtension(config::doc), {{"|", "\\|"}}),
         " |\n");

@@ -177,7 +177,12 @@ absl::Status Daemon::Start() {
   absl::StatusOr<ShmPathLock> lock = ShmPathLock::Acquire(config_.shm_path);
   if (!lock.ok()) return lock.status();
   shm_lock_.emplace(std::move(*lock));
-  absl::StatusOr<ShmPublisher> publisher = ShmPublisher::Open(config_.shm_path);
+  // Without the TSC, layout version 1: older client libraries read it too.
+  ShmPublisher::Options publisher_options;
+  publisher_options.layout_version =
+      config_.tsc ? CLOCKSYNC_SHM_LAYOUT_VERSION : CLOCKSYNC_SHM_LAYOUT_VERSION_1;
+  absl::StatusOr<ShmPublisher> publisher =
+      ShmPublisher::Open(config_.shm_path, std::move(publisher_options));
   if (!publisher.ok()) return publisher.status();
   publisher_.emplace(std::move(*publisher));
   if (model_) {
@@ -443,6 +448,7 @@ void Daemon::RunNode() {
       // Not attached yet: nothing to probe.
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
       PublishNode(now);
+      MaybeUpdateTsc(now);
       WriteStatus(now);
       continue;
     }
@@ -656,11 +662,12 @@ void Daemon::WriteStatus(int64_t raw_ns) {
   }
   std::fprintf(f,
                "node_id=%s state=%s depth=%u parent=%s samples=%zu bound_ns=%lld "
-               "drift_ppb=%.1f\n",
+               "drift_ppb=%.1f tsc_error_ns=%lld\n",
                config_.node_id.c_str(), StateName(published_state_), depth,
                parent.c_str(),
                config_.master ? size_t{0} : estimator_->window_samples(),
-               static_cast<long long>(published_bound_ns_), drift_ppb);
+               static_cast<long long>(published_bound_ns_), drift_ppb,
+               static_cast<long long>(tsc_published_error_ns_));
   std::fclose(f);
   std::rename(tmp.c_str(), config_.status_file.c_str());
 }

@@ -213,6 +213,8 @@ class Daemon {
   std::optional<TscCalibrator> tsc_calibrator_;
   int64_t next_tsc_raw_ns_ = 0;
   bool tsc_published_valid_ = false;
+  // error_ns of the TSC mapping published last; -1: none (status file).
+  int64_t tsc_published_error_ns_ = -1;
   uint32_t depth_ = 0;
   std::atomic<uint32_t> depth_for_children_{0};
   uint64_t inconsistencies_seen_ = 0;

@@ -97,6 +97,7 @@ void Daemon::MaybeUpdateTsc(int64_t raw_ns) {
   const absl::Status published = publisher_->PublishTsc(v);
   if (!published.ok()) return;
   const bool valid = v.max_ticks > 0;
+  tsc_published_error_ns_ = valid ? v.error_ns : -1;
   if (valid && !tsc_published_valid_) {
     spdlog::info("{}: TSC mapping published for clients (error {} ns)",
                  config_.node_id, v.error_ns);

@@ -107,6 +107,16 @@ SegmentError OpenAndCheck(const std::string& path, CheckedFile* file,
                              " bytes, its header declares ",
                              header.segment_size));
   }
+  // A version-1 file is exactly 128 bytes (as every version-1 writer
+  // sized it): the page beyond reads as zeros, which readers take for an
+  // invalid TSC section. Longer, its bytes 128.. could read as one.
+  if (version_1 &&
+      st.st_size != static_cast<off_t>(CLOCKSYNC_SHM_SIZE_VERSION_1)) {
+    return fail(SegmentError::kBadSize,
+                absl::StrCat(path, " has ", st.st_size,
+                             " bytes, a version-1 segment has exactly ",
+                             CLOCKSYNC_SHM_SIZE_VERSION_1));
+  }
   const uint32_t expected_size =
       version_1 ? CLOCKSYNC_SHM_SIZE_VERSION_1 : sizeof(clocksync_shm);
   if (header.segment_size != expected_size ||

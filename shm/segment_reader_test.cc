@@ -101,6 +101,19 @@ TEST(SegmentReaderTest, BrokenFilesAreRefusedNamingThePath) {
   EXPECT_EQ(OpenError(path, &message), SegmentError::kBadSize);
   EXPECT_THAT(message, HasSubstr(path));
 
+  // Version 1 (no TSC section): exactly its 128 bytes, so that what a
+  // reader finds at the TSC section's place is the zeros beyond the end of
+  // the file (invalid), never bytes a writer left there.
+  shm = ValidSegment();
+  shm.header.layout_version = CLOCKSYNC_SHM_LAYOUT_VERSION_1;
+  shm.header.segment_size = CLOCKSYNC_SHM_SIZE_VERSION_1;
+  WriteFile(path, &shm, CLOCKSYNC_SHM_SIZE_VERSION_1);
+  EXPECT_EQ(OpenError(path, &message), SegmentError::kNone) << message;
+  shm.tsc.max_ticks = 1000;
+  WriteFile(path, &shm, sizeof(shm));
+  EXPECT_EQ(OpenError(path, &message), SegmentError::kBadSize);
+  EXPECT_THAT(message, HasSubstr("version-1 segment has exactly 128"));
+
   const std::string dir = TempPath("a_directory.shm");
   mkdir(dir.c_str(), 0755);
   EXPECT_EQ(OpenError(dir, &message), SegmentError::kBadMagic);

@@ -80,6 +80,19 @@ ShmPublisher::~ShmPublisher() { Close(); }
 
 absl::StatusOr<ShmPublisher> ShmPublisher::Open(const std::string& path,
                                                 Options options) {
+  const bool version_1 =
+      options.layout_version == CLOCKSYNC_SHM_LAYOUT_VERSION_1;
+  if (!version_1 && options.layout_version != CLOCKSYNC_SHM_LAYOUT_VERSION) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "shared-memory file ", path, ": layout version ",
+        options.layout_version, " is neither 1 nor ",
+        CLOCKSYNC_SHM_LAYOUT_VERSION));
+  }
+  // Version 1 is the header and the mapping section only; its writer never
+  // touches the bytes after them (past the end of the file, but in the
+  // page every reader maps: they must stay zero).
+  const uint32_t size =
+      version_1 ? CLOCKSYNC_SHM_SIZE_VERSION_1 : sizeof(clocksync_shm);
   // A unique temporary name in the same directory, so rename() is atomic.
   std::string temp_path = path + ".XXXXXX";
   const int fd = mkostemp(temp_path.data(), O_CLOEXEC);
@@ -103,7 +116,7 @@ absl::StatusOr<ShmPublisher> ShmPublisher::Open(const std::string& path,
   };
   // mkostemp creates 0600; readers of any user need to read it.
   if (fchmod(fd, 0644) != 0) return fail("fchmod");
-  if (ftruncate(fd, sizeof(clocksync_shm)) != 0) return fail("ftruncate");
+  if (ftruncate(fd, size) != 0) return fail("ftruncate");
   base = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (base == MAP_FAILED) return fail("mmap");
   struct stat st;
@@ -111,10 +124,10 @@ absl::StatusOr<ShmPublisher> ShmPublisher::Open(const std::string& path,
 
   // Nobody can see the file yet: plain initialization, then the seqlock.
   auto* shm = static_cast<clocksync_shm*>(base);
-  std::memset(shm, 0, sizeof(*shm));
+  std::memset(shm, 0, size);
   shm->header.magic = CLOCKSYNC_SHM_MAGIC;
-  shm->header.layout_version = CLOCKSYNC_SHM_LAYOUT_VERSION;
-  shm->header.segment_size = sizeof(clocksync_shm);
+  shm->header.layout_version = options.layout_version;
+  shm->header.segment_size = size;
   shm->header.mapping_offset = offsetof(clocksync_shm, mapping);
   shm->header.writer_pid = static_cast<int32_t>(getpid());
   const int64_t start_raw_ns = ReadClockNs(CLOCK_MONOTONIC_RAW);
@@ -143,6 +156,10 @@ absl::StatusOr<ShmPublisher> ShmPublisher::Open(const std::string& path,
   return publisher;
 }
 
+absl::StatusOr<ShmPublisher> ShmPublisher::Open(const std::string& path) {
+  return Open(path, Options());
+}
+
 int64_t ShmPublisher::RawNowNs() const {
   return options_.raw_clock_ns ? options_.raw_clock_ns()
                                : ReadClockNs(CLOCK_MONOTONIC_RAW);
@@ -152,6 +169,10 @@ absl::Status ShmPublisher::PublishTsc(const TscValues& tsc) {
   if (shm_ == nullptr) {
     return absl::FailedPreconditionError(
         absl::StrCat("PublishTsc to ", path_, ": the publisher is closed"));
+  }
+  if (options_.layout_version == CLOCKSYNC_SHM_LAYOUT_VERSION_1) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "PublishTsc to ", path_, ": a version-1 segment has no TSC section"));
   }
   TscValues values = tsc;
   values.generation = ++tsc_generation_;

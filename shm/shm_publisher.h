@@ -68,6 +68,10 @@ class ShmPublisher {
     // own CLOCK_MONOTONIC_RAW, so production leaves it empty (= that clock);
     // tests inject one to fake old updates.
     std::function<int64_t()> raw_clock_ns;
+    // The layout written: CLOCKSYNC_SHM_LAYOUT_VERSION (2, with the TSC
+    // section), or 1 (128 bytes, no TSC section) for client libraries
+    // older than the TSC section, which refuse version 2.
+    uint32_t layout_version = CLOCKSYNC_SHM_LAYOUT_VERSION;
   };
 
   // Half-width published before the first Publish() ("unknown"), in ns;
@@ -79,9 +83,11 @@ class ShmPublisher {
   static constexpr double kMaxBoundGrowthPpb = 5e7;
 
   // Creates the segment at `path` (mode 0644), replacing any file there.
-  // The directory must exist. Errors name the path and the errno text.
+  // The directory must exist. Errors name the path and the errno text;
+  // InvalidArgument for a layout version other than 1 and 2.
   static absl::StatusOr<ShmPublisher> Open(const std::string& path,
-                                           Options options = Options());
+                                           Options options);
+  static absl::StatusOr<ShmPublisher> Open(const std::string& path);
 
   ShmPublisher(ShmPublisher&& other) noexcept;
   ShmPublisher& operator=(ShmPublisher&& other) noexcept;
@@ -95,7 +101,8 @@ class ShmPublisher {
   absl::Status Publish(const Mapping& mapping);
 
   // Writes the TSC -> raw mapping (shm_layout.h; max_ticks 0 marks it
-  // invalid) under its seqlock. FailedPrecondition after Close().
+  // invalid) under its seqlock. FailedPrecondition after Close() and for a
+  // version-1 segment (which has no TSC section).
   absl::Status PublishTsc(const TscValues& tsc);
   // Marks the mapping closed, removes the file if the path still names it,
   // unmaps. Idempotent.

@@ -81,6 +81,7 @@ class ReadOnlySegment {
     return values;
   }
   uint64_t seq() const { return shm::LoadAcquire(shm_->mapping.seq); }
+  const clocksync_shm_tsc& tsc() const { return shm_->tsc; }
 
  private:
   const clocksync_shm* shm_ = nullptr;
@@ -136,6 +137,64 @@ TEST(ShmPublisherTest, CreatesA0644FileWithAValidHeader) {
   EXPECT_EQ(initial.bound_at_anchor_ns, ShmPublisher::kUnknownBoundNs);
   EXPECT_GE(initial.update_raw_ns, before_ns);
   EXPECT_LE(initial.update_raw_ns, after_ns);
+}
+
+// Layout version 1 (the daemon's --tsc=off, for older client libraries):
+// 128 bytes, the header says so, no TSC section is ever written (the bytes
+// after the file's end, in the page readers map, stay zero); version 2
+// publishes the TSC section; any other version is refused.
+TEST(ShmPublisherTest, WritesLayoutVersion1OrVersion2) {
+  const std::string dir = FreshDir("versions");
+  const std::string path = dir + "/clocksync.shm";
+  ShmPublisher::Options options;
+  options.layout_version = CLOCKSYNC_SHM_LAYOUT_VERSION_1;
+  absl::StatusOr<ShmPublisher> v1 = ShmPublisher::Open(path, options);
+  ASSERT_TRUE(v1.ok()) << v1.status();
+  struct stat st;
+  ASSERT_EQ(stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_size, 128);
+  TscValues tsc;
+  tsc.max_ticks = 1000;
+  tsc.error_ns = 5;
+  const absl::Status refused = v1->PublishTsc(tsc);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(refused.message()), HasSubstr("no TSC section"));
+  ASSERT_TRUE(v1->Publish(SampleMapping()).ok());
+  {
+    ReadOnlySegment segment(path);
+    ASSERT_TRUE(segment.ok());
+    EXPECT_EQ(segment.header().layout_version, 1u);
+    EXPECT_EQ(segment.header().segment_size, 128u);
+    EXPECT_EQ(segment.Read().anchor_global_ns,
+              SampleMapping().anchor_global_ns);
+    const clocksync_shm_tsc& section = segment.tsc();
+    const auto* bytes = reinterpret_cast<const unsigned char*>(&section);
+    for (size_t i = 0; i < sizeof(section); ++i) ASSERT_EQ(bytes[i], 0) << i;
+  }
+  v1->Close();
+
+  absl::StatusOr<ShmPublisher> v2 = ShmPublisher::Open(path);
+  ASSERT_TRUE(v2.ok()) << v2.status();
+  ASSERT_TRUE(v2->PublishTsc(tsc).ok());
+  EXPECT_EQ(v2->tsc_generation(), 1u);
+  {
+    ReadOnlySegment segment(path);
+    ASSERT_TRUE(segment.ok());
+    EXPECT_EQ(segment.header().layout_version, CLOCKSYNC_SHM_LAYOUT_VERSION);
+    EXPECT_EQ(segment.header().segment_size, 192u);
+    TscValues read;
+    ASSERT_TRUE(shm::TryReadTscSection(&segment.tsc(), &read));
+    EXPECT_EQ(read.max_ticks, 1000u);
+    EXPECT_EQ(read.error_ns, 5);
+    EXPECT_EQ(read.generation, 1u);
+  }
+  v2->Close();
+
+  options.layout_version = 3;
+  absl::StatusOr<ShmPublisher> v3 = ShmPublisher::Open(path, options);
+  EXPECT_EQ(v3.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(v3.status().message()),
+              HasSubstr("layout version 3"));
 }
 
 TEST(ShmPublisherTest, MissingDirectoryErrorNamesThePathAndErrno) {

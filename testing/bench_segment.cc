@@ -82,7 +82,13 @@ BenchSegment::BenchSegment(std::string dir, ShmPublisher publisher)
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
       if (!publisher_->Publish(FreshMapping()).ok()) std::abort();
       if (tsc && (round < 10 || round % 10 == 0)) {
+        const uint64_t jumps_before = tsc->jumps();
         if (!publisher_->PublishTsc(tsc->Update()).ok()) std::abort();
+        // The figures then mix both read paths for a while: say so.
+        if (tsc->jumps() != jumps_before) {
+          std::fprintf(stderr, "bench segment: TSC mapping withdrawn: %s\n",
+                       tsc->problem().c_str());
+        }
       }
     }
   });

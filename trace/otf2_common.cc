@@ -49,8 +49,14 @@ const OTF2_FlushCallbacks kFlushCallbacks = {PreFlush, nullptr};
 // (they are small and written once, at Finish).
 constexpr size_t kEventChunksInMemory = 4;
 
+// A buffer's chunks: those OTF2 holds, and those it gave back, kept for
+// its next ones until the buffer's final free. Handing 1 MiB chunks back to
+// malloc after every flush made it return their pages to the kernel and
+// fault them in again (a tenth of a tracer writer thread's time).
 struct ChunkPool {
   std::vector<void*> chunks;
+  std::vector<void*> spare;
+  uint64_t spare_bytes = 0;  // The size of each spare chunk.
 };
 
 void* AllocateChunk(void* /*user_data*/, OTF2_FileType file_type,
@@ -63,8 +69,17 @@ void* AllocateChunk(void* /*user_data*/, OTF2_FileType file_type,
       pool->chunks.size() >= kEventChunksInMemory) {
     return nullptr;  // flush first
   }
-  void* chunk = std::malloc(chunk_bytes);
-  if (chunk != nullptr) pool->chunks.push_back(chunk);
+  void* chunk = nullptr;
+  if (!pool->spare.empty() && pool->spare_bytes == chunk_bytes) {
+    chunk = pool->spare.back();
+    pool->spare.pop_back();
+  } else {
+    chunk = std::malloc(chunk_bytes);
+  }
+  if (chunk != nullptr) {
+    pool->chunks.push_back(chunk);
+    pool->spare_bytes = chunk_bytes;  // OTF2 uses one size per buffer.
+  }
   return chunk;
 }
 
@@ -73,12 +88,16 @@ void FreeAllChunks(void* /*user_data*/, OTF2_FileType /*file_type*/,
                    bool final) {
   auto* pool = static_cast<ChunkPool*>(*per_buffer);
   if (pool == nullptr) return;
-  for (void* chunk : pool->chunks) std::free(chunk);
-  pool->chunks.clear();
   if (final) {
+    for (void* chunk : pool->chunks) std::free(chunk);
+    for (void* chunk : pool->spare) std::free(chunk);
     delete pool;
     *per_buffer = nullptr;
+    return;
   }
+  pool->spare.insert(pool->spare.end(), pool->chunks.begin(),
+                     pool->chunks.end());
+  pool->chunks.clear();
 }
 
 const OTF2_MemoryCallbacks kMemoryCallbacks = {AllocateChunk, FreeAllChunks};

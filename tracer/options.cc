@@ -74,6 +74,11 @@ constexpr EnvVariable kEnvVariables[] = {
      nullptr,
      [](TracerOptions* o, int64_t v) { o->install_signal_handlers = v != 0; },
      0, 1},
+    {"CLOCKSYNC_TSC", "auto",
+     "`auto`: stamp events with one `rdtsc` through the daemon's TSC "
+     "mapping where it publishes one, else `clock_gettime`; `off`: always "
+     "`clock_gettime` (the client library's switch too)",
+     [](TracerOptions* o, const char* v) { o->tsc = v; }, nullptr},
     {"CLOCKSYNC_CLOCK_MODEL_FILE", "",
      "test feature: the modeled-clock side file; empty: `<shm>.model` if it "
      "exists; `none`: never a model",
@@ -139,6 +144,10 @@ absl::Status ValidateOptions(const TracerOptions& o) {
   if (o.sync_period_ns < 0 || o.sync_period_ns > kMaxSyncPeriodMs * kNsPerMs) {
     return bad(absl::StrCat("sync_period_ns ", o.sync_period_ns,
                             " outside 0..", kMaxSyncPeriodMs * kNsPerMs));
+  }
+  if (o.tsc != "auto" && o.tsc != "off") {
+    return bad(absl::StrCat("tsc '", o.tsc,
+                            "' is neither auto nor off (CLOCKSYNC_TSC)"));
   }
   if (o.buffer_events < kMinBufferEvents ||
       o.buffer_events > kMaxBufferEvents) {

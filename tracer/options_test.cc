@@ -38,6 +38,7 @@ void ExpectSameOptions(const TracerOptions& a, const TracerOptions& b,
   EXPECT_EQ(a.sync_period_ns, b.sync_period_ns) << context;
   EXPECT_EQ(a.buffer_events, b.buffer_events) << context;
   EXPECT_EQ(a.install_signal_handlers, b.install_signal_handlers) << context;
+  EXPECT_EQ(a.tsc, b.tsc) << context;
   EXPECT_EQ(a.read_environment, b.read_environment) << context;
 }
 
@@ -90,6 +91,24 @@ TEST(TracerOptionsTest, StringsAreTakenAsTheyAre) {
   EXPECT_EQ(options.node_id, "node 7");
   unsetenv("CLOCKSYNC_SHM");
   unsetenv("CLOCKSYNC_NODE_ID");
+}
+
+TEST(TracerOptionsTest, TscIsAutoOrOff) {
+  for (const char* good : {"auto", "off"}) {
+    setenv("CLOCKSYNC_TSC", good, 1);
+    TracerOptions options;
+    ASSERT_TRUE(ApplyTracerEnvironment(&options).ok());
+    EXPECT_EQ(options.tsc, good);
+    EXPECT_TRUE(ValidateOptions(options).ok()) << good;
+  }
+  setenv("CLOCKSYNC_TSC", "on", 1);
+  TracerOptions options;
+  ASSERT_TRUE(ApplyTracerEnvironment(&options).ok());
+  const absl::Status status = ValidateOptions(options);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("tsc 'on' is neither auto nor off (CLOCKSYNC_TSC)"));
+  unsetenv("CLOCKSYNC_TSC");
 }
 
 TEST(TracerOptionsTest, TheDocsTableHasOneRowPerVariable) {

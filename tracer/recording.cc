@@ -1,8 +1,9 @@
 // tracer/recording.cc: the recording path (the hot path): Tracer::Enter,
-// Leave, Send, Recv, CollectiveBegin and CollectiveEnd. One vDSO clock
-// read, one load of the segment's sequence word, a stamp and a store into
-// the thread's buffer; no lock, no allocation, no system call in steady
-// state. Everything else is out of line: a thread's first event
+// Leave, Send, Recv, CollectiveBegin and CollectiveEnd. One clock read
+// (an rdtsc through the daemon's TSC mapping, else the vDSO's
+// clock_gettime), one load of the segment's sequence word, a stamp and a
+// store into the thread's buffer; no lock, no allocation, no system call in
+// steady state. Everything else is out of line: a thread's first event
 // (AttachThread), a new mapping, a full buffer, a refused argument.
 
 #include <cstdint>
@@ -70,7 +71,8 @@ inline ThreadState* CurrentThread() noexcept {
 
 // The raw clock now: one rdtsc through the daemon's TSC mapping where it
 // publishes one (within its error_ns, tens of ns), else clock_gettime.
-// Kept from going back within a thread across a new TSC mapping.
+// Kept from going back within a thread (across a switch between the two
+// paths).
 inline int64_t RawNowNs(ThreadState* state) noexcept {
 #if defined(__x86_64__)
   if (g_hot.tsc != nullptr) {

@@ -182,13 +182,11 @@ absl::Status Tracer::Init(const TracerOptions& given) {
   auto session =
       std::make_unique<TracingSession>(std::move(parts), generation);
   g_hot.seq_word = &session->segment().segment()->mapping.seq;
-  {
-    // Events stamped through the TSC unless CLOCKSYNC_TSC=off (the client
-    // library's switch); the section is invalid (zeros) without a mapping.
-    const char* env = std::getenv("CLOCKSYNC_TSC");
-    const bool off = env != nullptr && std::string(env) == "off";
-    g_hot.tsc = off ? nullptr : &session->segment().segment()->tsc;
-  }
+  // Events stamped through the TSC section unless options.tsc is off; it
+  // reads as invalid (zeros) until a daemon publishes a TSC mapping.
+  g_hot.tsc = session->options().tsc == "off"
+                  ? nullptr
+                  : &session->segment().segment()->tsc;
   session->records().DefineWorld();
   session->NoteMappingChangeCold();
 

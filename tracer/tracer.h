@@ -148,6 +148,11 @@ struct TracerOptions {
   int64_t buffer_events = 65536;
   // Complete the archive on fatal signals (see "Fail-safe" above).
   bool install_signal_handlers = true;
+  // "auto": stamp events with one rdtsc through the daemon's TSC mapping
+  // where it publishes one (shm/shm_layout.h), else clock_gettime; "off":
+  // always clock_gettime. The same variable (CLOCKSYNC_TSC) and values as
+  // the client library's.
+  std::string tsc = "auto";
   // Let CLOCKSYNC_* variables override the fields above at Init (no
   // variable).
   bool read_environment = true;

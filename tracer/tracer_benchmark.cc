@@ -38,6 +38,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <thread>
@@ -100,18 +101,22 @@ int main(int argc, char** argv) {
       clocksync::bench::BenchSegment::Create("clocksync_tracer_benchmark");
   // Where the TSC is invariant the segment gets a TSC mapping after its
   // first calibration (0.2 s here): events are stamped through it. Wait for
-  // it, up to 3 s, and say which read path events take.
-  {
-    absl::StatusOr<clocksync::Clock> clock =
-        clocksync::Clock::Open(segment->shm_path());
-    for (int i = 0; clock.ok() && i < 30 && !clock->UsesTsc(); ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    std::printf("event stamps: %s\n",
-                clock.ok() && clock->UsesTsc()
-                    ? "TSC (rdtsc and the published TSC mapping)"
-                    : "clock_gettime(CLOCK_MONOTONIC_RAW)");
+  // it, up to 3 s, and say which read path events take. A Clock on the same
+  // segment tells (it honors CLOCKSYNC_TSC as the tracer below does).
+  absl::StatusOr<clocksync::Clock> clock =
+      clocksync::Clock::Open(segment->shm_path());
+  if (!clock.ok()) {
+    std::cerr << clock.status() << "\n";
+    return 1;
   }
+  for (int i = 0; i < 30 && !clock->UsesTsc(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  const bool tsc = clock->UsesTsc();
+  std::printf("event stamps: %s\n",
+              tsc ? "TSC (rdtsc and the published TSC mapping)"
+                  : "clock_gettime(CLOCK_MONOTONIC_RAW) (no TSC mapping: "
+                    "TSC not invariant, or CLOCKSYNC_TSC=off)");
 
   clocksync::TracerOptions options;
   options.trace_dir = segment->dir();
@@ -119,6 +124,7 @@ int main(int argc, char** argv) {
   options.shm_path = segment->shm_path();
   options.buffer_events = kBufferEvents;
   options.read_environment = false;
+  if (const char* env = std::getenv("CLOCKSYNC_TSC")) options.tsc = env;
   if (const absl::Status status = clocksync::Tracer::Init(options);
       !status.ok()) {
     std::cerr << status << "\n";
@@ -151,6 +157,7 @@ int main(int argc, char** argv) {
   }
 
   const clocksync::TracerStats live = clocksync::Tracer::Stats();
+  const bool tsc_at_end = clock->UsesTsc();
   // The writer's backlog at the end of the rounds is at most one buffer:
   // small beside the 101 buffers written, and counted in Finalize's time,
   // not here.
@@ -192,6 +199,10 @@ int main(int argc, char** argv) {
       "ns\n",
       kRounds, static_cast<long long>(kBufferEvents), Median(bare_ns),
       Median(event_ns));
+  if (tsc && !tsc_at_end) {
+    std::printf("the TSC mapping was withdrawn during the run: the figure "
+                "mixes both read paths\n");
+  }
   std::printf("target: ratio <= 1.0 with TSC stamps, <= 2 without\n");
   std::printf("FIGURE tracer_event_ns %.2f ns\n", Median(event_ns));
   std::printf("FIGURE clock_gettime_ns %.2f ns\n", Median(bare_ns));
