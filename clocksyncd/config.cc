@@ -27,6 +27,7 @@
 #include "probe/address.h"
 #include "probe/auth.h"
 #include "probe/delay_injection.h"
+#include "proto/limits.h"
 
 namespace clocksync {
 namespace {
@@ -333,6 +334,11 @@ absl::StatusOr<DaemonConfig> ValidateConfig(const ConfigProto& c,
 
   // The rules between keys.
   if (d.node_id.empty()) return bad("node_id", "must not be empty");
+  {
+    // Peers refuse ids outside [A-Za-z0-9._-]{1,64}: refuse them here.
+    const absl::Status id = ValidateNodeId("node_id", d.node_id);
+    if (!id.ok()) return bad("node_id", absl::StripPrefix(id.message(), "node_id: "));
+  }
   if (d.master && !d.parent.empty()) {
     return bad("parent", absl::StrCat("a master has no parent", got("parent")));
   }
@@ -349,6 +355,20 @@ absl::StatusOr<DaemonConfig> ValidateConfig(const ConfigProto& c,
                "needs --parent (the pinned parent's probe address)");
   }
   // ValidateHostPort says "<field>: <reason>, got "<address>"".
+  {
+    absl::Status valid = probe::ValidateHostPort("listen", d.listen, /*allow_port_zero=*/true);
+    if (!valid.ok()) return bad("listen", absl::StripPrefix(valid.message(), "listen: "));
+    if (!d.parent.empty()) {
+      valid = probe::ValidateHostPort("parent", d.parent);
+      if (!valid.ok()) return bad("parent", absl::StripPrefix(valid.message(), "parent: "));
+    }
+    if (!d.grpc_listen.empty()) {
+      valid = probe::ValidateHostPort("grpc_listen", d.grpc_listen, /*allow_port_zero=*/true);
+      if (!valid.ok()) {
+        return bad("grpc_listen", absl::StripPrefix(valid.message(), "grpc_listen: "));
+      }
+    }
+  }
   for (const std::string& seed : d.join) {
     const absl::Status valid = probe::ValidateHostPort("join", seed);
     if (!valid.ok()) return bad("join", absl::StripPrefix(valid.message(), "join: "));

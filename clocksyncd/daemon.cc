@@ -12,7 +12,9 @@
 
 #include <unistd.h>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 
 #include "client/clock.h"
@@ -155,6 +157,12 @@ int64_t Daemon::LocalAt(int64_t raw_ns) {
 }
 
 absl::Status Daemon::Start() {
+  // Every failure names the key and value it came from: "--listen=...: why".
+  const auto failed = [](absl::string_view key, absl::string_view value,
+                         const absl::Status& status) {
+    return absl::Status(status.code(),
+                        absl::StrCat("--", key, "=", value, ": ", status.message()));
+  };
   start_raw_ns_ = probe::RawNowNs();
   // Global time is Unix-epoch ns: anchor the master's raw clock to
   // CLOCK_REALTIME once, at start.
@@ -175,7 +183,7 @@ absl::Status Daemon::Start() {
 
   // One daemon per segment: a second one would replace ours and remove it.
   absl::StatusOr<ShmPathLock> lock = ShmPathLock::Acquire(config_.shm_path);
-  if (!lock.ok()) return lock.status();
+  if (!lock.ok()) return failed("shm_path", config_.shm_path, lock.status());
   shm_lock_.emplace(std::move(*lock));
   // Without the TSC, layout version 1: older client libraries read it too.
   ShmPublisher::Options publisher_options;
@@ -183,7 +191,7 @@ absl::Status Daemon::Start() {
       config_.tsc ? CLOCKSYNC_SHM_LAYOUT_VERSION : CLOCKSYNC_SHM_LAYOUT_VERSION_1;
   absl::StatusOr<ShmPublisher> publisher =
       ShmPublisher::Open(config_.shm_path, std::move(publisher_options));
-  if (!publisher.ok()) return publisher.status();
+  if (!publisher.ok()) return failed("shm_path", config_.shm_path, publisher.status());
   publisher_.emplace(std::move(*publisher));
   if (model_) {
     // Test feature: local tracers stamp their events on this node's modeled
@@ -191,10 +199,10 @@ absl::Status Daemon::Start() {
     absl::Status written = shm::WriteModelFile(
         shm::ModelFilePath(config_.shm_path),
         shm::ModelFile{start_raw_ns_, config_.clock_model});
-    if (!written.ok()) return written;
+    if (!written.ok()) return failed("clock_model", config_.clock_model, written);
   }
   absl::StatusOr<Clock> self = Clock::Open(config_.shm_path);
-  if (!self.ok()) return self.status();
+  if (!self.ok()) return failed("shm_path", config_.shm_path, self.status());
   depth_ = config_.master ? 0 : 1;
   depth_for_children_.store(depth_);
   published_time_ =
@@ -203,7 +211,7 @@ absl::Status Daemon::Start() {
   if (!config_.probe_key_file.empty()) {
     absl::StatusOr<probe::ProbeKeys> key =
         probe::ReadProbeKeyFile(config_.probe_key_file);
-    if (!key.ok()) return key.status();
+    if (!key.ok()) return failed("probe_key_file", config_.probe_key_file, key.status());
     probe_key_ = *key;
     spdlog::info("{}: probes authenticated with the key in {}{}",
                  config_.node_id, config_.probe_key_file,
@@ -222,7 +230,7 @@ absl::Status Daemon::Start() {
       config_.timestamping != Timestamping::kUser;
   absl::StatusOr<std::unique_ptr<probe::ProbeResponder>> responder =
       probe::ProbeResponder::Create(responder_options);
-  if (!responder.ok()) return responder.status();
+  if (!responder.ok()) return failed("listen", config_.listen, responder.status());
   responder_ = std::move(*responder);
 
   delay_ = delay;
@@ -238,8 +246,8 @@ absl::Status Daemon::Start() {
   if (!config_.sample_log.empty()) {
     sample_log_ = std::fopen(config_.sample_log.c_str(), "a");
     if (sample_log_ == nullptr) {
-      return absl::ErrnoToStatus(
-          errno, absl::StrCat("sample_log '", config_.sample_log, "'"));
+      return failed("sample_log", config_.sample_log,
+                    absl::ErrnoToStatus(errno, "cannot open for appending"));
     }
     std::fprintf(sample_log_,
                  "t1,t2,t3,t4%s,parent_bound_ns,kernel_t1,kernel_t3,accepted,"
@@ -250,23 +258,41 @@ absl::Status Daemon::Start() {
   if (!config_.truth_shm.empty()) {
     absl::StatusOr<Clock> truth = Clock::Open(config_.truth_shm);
     if (!truth.ok()) {
-      return absl::Status(truth.status().code(),
-                          absl::StrCat("truth_shm: ", truth.status().message()));
+      return failed("truth_shm", config_.truth_shm, truth.status());
     }
     truth_clock_.emplace(std::move(*truth));
   }
   if (!config_.parent.empty()) {
     // A pinned parent: probe it from the start.
     const absl::Status created = RetargetRequester(config_.parent);
-    if (!created.ok()) return created;
+    if (!created.ok()) return failed("parent", config_.parent, created);
+  }
+  if (!config_.status_file.empty()) {
+    // Written every second from now on: a path that cannot be written is
+    // a start-up error, not a silent loss.
+    const absl::Status writable = WriteStatusFile("node_id=" + config_.node_id +
+                                                  " state=starting\n");
+    if (!writable.ok()) return failed("status_file", config_.status_file, writable);
+  }
+  if (!config_.grpc_listen.empty()) {
+    // gRPC would log three lines of its own before failing: say it first.
+    const absl::Status free = CheckTcpListenAddressFree(config_.grpc_listen);
+    if (!free.ok()) return failed("grpc_listen", config_.grpc_listen, free);
   }
   if (!config_.grpc_listen.empty() || !config_.admin_socket.empty()) {
     UpdateSnapshot(probe::RawNowNs());
     view_ = std::make_unique<View>(this);
-    status_server_ = std::make_unique<StatusServer>();
+    StatusServerOptions server_options;
+    server_options.membership_key = probe_key_;
+    status_server_ = std::make_unique<StatusServer>(std::move(server_options));
     const absl::Status served = status_server_->Start(
         config_.grpc_listen, config_.admin_socket, view_.get());
-    if (!served.ok()) return served;
+    if (!served.ok()) {
+      const bool socket = !config_.admin_socket.empty() &&
+                          absl::StrContains(served.message(), config_.admin_socket);
+      return socket ? failed("admin_socket", config_.admin_socket, served)
+                    : failed("grpc_listen", config_.grpc_listen, served);
+    }
   }
   if (config_.master || !config_.join.empty() || !config_.parent_grpc.empty()) {
     MembershipConfig m;
@@ -286,8 +312,12 @@ absl::Status Daemon::Start() {
     o.heartbeat_interval_ns = config_.heartbeat_interval_ns;
     o.child_timeout_ns =
         std::max<int64_t>(3'000'000'000, 10 * config_.heartbeat_interval_ns);
-    o.parent_silence_for_loss_ns =
-        config_.missed_probes_for_loss * config_.probe_interval_ns;
+    ParentLossOptions& loss = o.parent_loss.emplace();
+    loss.missed_probes_for_loss = config_.missed_probes_for_loss;
+    loss.probe_interval_ns = config_.probe_interval_ns;
+    // An answered heartbeat is recent while the next could still be on its
+    // way: one interval, its deadline, and one interval of slack.
+    loss.heartbeat_alive_ns = 2 * o.heartbeat_interval_ns + o.rpc_timeout_ns;
     o.probe_sender_id = NodeIdHash();
     o.probe_key = probe_key_;
     spdlog::info("{}: membership as {} (probes {}, gRPC {}), max {} children{}",
@@ -359,6 +389,7 @@ absl::Status Daemon::RetargetRequester(const std::string& probe_address) {
       probe::ProbeRequester::Create(options);
   if (!requester.ok()) return requester.status();
   requester_ = std::move(*requester);
+  parent_state_ = 0;
   if (config_.timestamping == Timestamping::kHardware) {
     hardware_summary_ =
         probe::ProbeHardwareTimestampingOfSocket(requester_->socket_fd())
@@ -454,6 +485,7 @@ void Daemon::RunNode() {
     }
     if (now >= next_probe) {
       const absl::Status sent = requester_->SendProbe();
+      if (sent.ok() && agent_) agent_->OnProbeSent(now);
       if (!sent.ok() && raw_error_logs_++ < 10) {
         spdlog::warn("{}: probe to {} not sent: {}", config_.node_id,
                      requester_->parent_address(), sent.ToString());
@@ -466,6 +498,7 @@ void Daemon::RunNode() {
     const absl::StatusOr<int> polled =
         requester_->Poll(timeout_ms, [&](const probe::ProbeResult& reply) {
       if (agent_) agent_->OnProbeAnswered(probe::RawNowNs());
+      parent_state_ = reply.parent_state;
       if (reply.parent_state == CLOCKSYNC_STATE_UNSYNCED ||
           reply.parent_state == CLOCKSYNC_STATE_UNSPECIFIED) {
         // The parent has no global time yet: its stamps mean nothing.
@@ -525,7 +558,8 @@ void Daemon::PublishNode(int64_t raw_ns) {
         std::fabs(static_cast<double>(in_10s.global_ns - now.global_ns) / 1e10 -
                   1 - t.rate_adj) * 1e9;
     t.state = ToShmState(now.state);
-    if (raw_ns - last_reply_raw_ns_ > config_.holdover_after_ns) {
+    if (raw_ns - last_reply_raw_ns_ > config_.holdover_after_ns ||
+        parent_state_ == CLOCKSYNC_STATE_HOLDOVER) {
       t.state = CLOCKSYNC_STATE_HOLDOVER;
     }
     const uint64_t inconsistencies = estimator_->stats().inconsistencies;
@@ -536,8 +570,12 @@ void Daemon::PublishNode(int64_t raw_ns) {
   const absl::Status status = publisher_->Publish(m);
   if (!status.ok()) spdlog::error("publish failed: {}", status.ToString());
   if (m.state != published_state_) {
-    spdlog::info("{}: state {} -> {}{}", config_.node_id, StateName(published_state_),
-                 StateName(m.state), m.stepped ? " (stepped)" : "");
+    const bool parent_holds_over = m.state == CLOCKSYNC_STATE_HOLDOVER &&
+                                   parent_state_ == CLOCKSYNC_STATE_HOLDOVER &&
+                                   raw_ns - last_reply_raw_ns_ <= config_.holdover_after_ns;
+    spdlog::info("{}: state {} -> {}{}{}", config_.node_id, StateName(published_state_),
+                 StateName(m.state), m.stepped ? " (stepped)" : "",
+                 parent_holds_over ? " (the parent is in holdover)" : "");
   }
   published_state_ = m.state;
   published_bound_ns_ = m.bound_at_anchor_ns;
@@ -646,9 +684,6 @@ void Daemon::WriteStatus(int64_t raw_ns) {
   }
   if (config_.status_file.empty() || raw_ns < next_status_raw_ns_) return;
   next_status_raw_ns_ = raw_ns + 1'000'000'000;
-  const std::string tmp = config_.status_file + ".tmp";
-  FILE* f = std::fopen(tmp.c_str(), "w");
-  if (f == nullptr) return;
   double drift_ppb = 0;
   if (!config_.master) drift_ppb = estimator_->Estimate(LocalAt(raw_ns)).drift_ppb;
   // The parent by id when membership knows it ("-" for the master, "?"
@@ -660,16 +695,18 @@ void Daemon::WriteStatus(int64_t raw_ns) {
     if (!config_.master) parent = m.parent ? m.parent->node_id : "?";
     if (m.state == MembershipState::kAttached) depth = m.depth;
   }
-  std::fprintf(f,
+  const absl::Status written = WriteStatusFile(absl::StrFormat(
                "node_id=%s state=%s depth=%u parent=%s samples=%zu bound_ns=%lld "
                "drift_ppb=%.1f tsc_error_ns=%lld\n",
                config_.node_id.c_str(), StateName(published_state_), depth,
                parent.c_str(),
                config_.master ? size_t{0} : estimator_->window_samples(),
                static_cast<long long>(published_bound_ns_), drift_ppb,
-               static_cast<long long>(tsc_published_error_ns_));
-  std::fclose(f);
-  std::rename(tmp.c_str(), config_.status_file.c_str());
+               static_cast<long long>(tsc_published_error_ns_)));
+  if (!written.ok() && status_file_failures_++ == 0) {
+    spdlog::warn("{}: --status_file={}: {} (said once)", config_.node_id,
+                 config_.status_file, std::string(written.message()));
+  }
 }
 
 void Daemon::Shutdown() {

@@ -199,9 +199,16 @@ class Daemon {
   MappingSlewer slewer_;
   // Parent's side of the latest samples.
   int64_t last_reply_raw_ns_ = 0;
+  // The parent's state in its last reply (kProbeState*, 0: none yet): a
+  // parent in holdover holds its subtree in holdover too, so that a node's
+  // state reflects its whole path to the master.
+  uint8_t parent_state_ = 0;
   // How probes are stamped, for status and the log ("kernel, interleaved",
   // ...); refreshed by the sync loop.
   std::string TimestampingSummary() const;
+  // Replaces the status file with `text` (written aside, then renamed).
+  absl::Status WriteStatusFile(const std::string& text) const;
+  uint64_t status_file_failures_ = 0;
   std::string hardware_summary_;  // With timestamping=hardware only.
   // sample_log (null: none) and, with truth_shm, the master's time.
   FILE* sample_log_ = nullptr;

@@ -56,6 +56,8 @@ Daemon::DropCounts Daemon::DroppedOnProbePort() const {
   // A well-formed reply sent to our probe port: we answer requests only.
   AddIfAny("reply_sent_to_a_parent", c.unexpected_type.load(), &out);
   AddIfAny("receive_buffer_full", c.receive_buffer_drops.load(), &out);
+  // Over its source host's budget (probe/source_rate_limiter.h).
+  AddIfAny("rate_limited", c.rate_limited.load(), &out);
   AddIfAny("delay_queue_full", c.delay_queue_drops.load(), &out);
   return out;
 }
@@ -88,6 +90,25 @@ void Daemon::LogDroppedProbes() {
     spdlog::warn("{}: dropped probe replies from the parent: {}",
                  config_.node_id, from_parent);
   }
+}
+
+absl::Status Daemon::WriteStatusFile(const std::string& text) const {
+  // Written aside and renamed: a reader never sees half a file.
+  const std::string tmp = config_.status_file + ".tmp";
+  FILE* f = std::fopen(tmp.c_str(), "w");
+  if (f == nullptr) return absl::ErrnoToStatus(errno, absl::StrCat("cannot create ", tmp));
+  const bool complete = std::fputs(text.c_str(), f) >= 0;
+  if (std::fclose(f) != 0 || !complete) {
+    const int error = errno;
+    std::remove(tmp.c_str());
+    return absl::ErrnoToStatus(error, absl::StrCat("cannot write ", tmp));
+  }
+  if (std::rename(tmp.c_str(), config_.status_file.c_str()) != 0) {
+    const int error = errno;
+    std::remove(tmp.c_str());
+    return absl::ErrnoToStatus(error, "cannot rename the .tmp file over it");
+  }
+  return absl::OkStatus();
 }
 
 void Daemon::MaybeUpdateTsc(int64_t raw_ns) {

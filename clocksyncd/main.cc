@@ -29,7 +29,11 @@ constexpr char kUsage[] =
     "  static:  clocksyncd --node_id=n1 --parent=10.0.0.1:3190\n"
     "  file:    clocksyncd --config=/etc/clocksync/clocksyncd.conf\n"
     "SIGINT/SIGTERM leave the tree cleanly (children are handed to this "
-    "node's parent first); a second signal stops at once.\n";
+    "node's parent first); a second signal stops at once.\n"
+    "Exit status: 0 after a clean stop; 2 for an invalid configuration (bad "
+    "flag, key or value: the message names it); 1 when a valid "
+    "configuration cannot start (a port or path in use, a file that cannot "
+    "be written: the message names the flag and value).\n";
 
 }  // namespace
 
@@ -72,7 +76,7 @@ int main(int argc, char** argv) {
   clocksync::Daemon daemon(config);
   const absl::Status started = daemon.Start();
   if (!started.ok()) {
-    std::cerr << "clocksyncd: " << started.ToString() << "\n";
+    std::cerr << "clocksyncd: cannot start: " << started.message() << "\n";
     return 1;
   }
   // Under systemd (Type=notify) this tells it we are up; elsewhere a no-op.

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "clocksyncd/rpc_auth.h"
 #include "probe/requester.h"
 #include "probe/raw_clock.h"
 #include "spdlog/spdlog.h"
@@ -178,6 +179,10 @@ std::string ValidateMembershipAgentOptions(const MembershipAgentOptions& o,
   if (o.child_timeout_ns < 2 * o.heartbeat_interval_ns) {
     return "child_timeout: must be at least 2 heartbeat intervals";
   }
+  if (o.parent_loss) {
+    const std::string invalid = ValidateParentLossOptions(*o.parent_loss);
+    if (!invalid.empty()) return invalid;
+  }
   return ValidateMembershipConfig(config);
 }
 
@@ -213,6 +218,9 @@ MembershipAgent::MembershipAgent(MembershipConfig config,
       channels_(std::make_unique<Channels>()),
       membership_(std::move(config)) {
   retry_ns_ = options_.retry_min_ns;
+  if (options_.parent_loss) {
+    parent_loss_ = std::make_unique<ParentLossDetector>(*options_.parent_loss);
+  }
 }
 
 MembershipAgent::~MembershipAgent() { Stop(); }
@@ -278,21 +286,18 @@ void MembershipAgent::Tick(int64_t now) {
         }
         break;
       case MembershipState::kAttached: {
-        const int64_t last_answer =
-            std::max(last_probe_answer_ns_.load(), target_attached_ns_);
-        if (options_.parent_silence_for_loss_ns > 0 &&
-            now - last_answer > options_.parent_silence_for_loss_ns) {
-          // Never an answer since attaching: the probes themselves are
-          // refused (a different --probe_key_file, a firewall), not lost.
-          const bool never = last_probe_answer_ns_.load() < target_attached_ns_;
-          LoseParentLocked(
-              now, absl::StrCat("no probe answered for ",
-                                (now - last_answer) / 1'000'000, " ms",
-                                never ? " (none since attaching: the same "
-                                        "--probe_key_file on both sides? "
-                                        "UDP reachable?)"
-                                      : ""));
-          return;
+        if (parent_loss_) {
+          if (const std::optional<std::string> why = parent_loss_->Check(now)) {
+            // Never an answer since attaching: the probes themselves are
+            // refused (a different --probe_key_file, a firewall), not lost.
+            LoseParentLocked(
+                now, absl::StrCat(*why, parent_loss_->AnsweredSinceReset()
+                                            ? ""
+                                            : " (none since attaching: the same "
+                                              "--probe_key_file on both sides? "
+                                              "UDP reachable?)"));
+            return;
+          }
         }
         if (membership_.ParentStale(now)) {
           LoseParentLocked(now, "its lease has been expired too long (the "
@@ -344,7 +349,7 @@ void MembershipAgent::SetProbeTargetLocked(const NodeRef& parent, int64_t now) {
     ++target_.generation;
   }
   target_.parent = parent;
-  target_attached_ns_ = now;
+  if (parent_loss_) parent_loss_->Reset(now);
 }
 
 absl::StatusOr<JoinResponse> MembershipAgent::CallJoin(
@@ -352,8 +357,10 @@ absl::StatusOr<JoinResponse> MembershipAgent::CallJoin(
   grpc::ClientContext context;
   context.set_deadline(DeadlineIn(options_.rpc_timeout_ns));
   JoinResponse response;
-  const grpc::Status status = channels_->Stub(target.grpc_address)
-                                  ->Join(&context, ToProto(request), &response);
+  const JoinRequest wire = ToProto(request);
+  if (options_.probe_key) SignRpc(*options_.probe_key, "Join", wire, &context);
+  const grpc::Status status =
+      channels_->Stub(target.grpc_address)->Join(&context, wire, &response);
   if (!status.ok()) {
     return FromGrpc(status, absl::StrCat("Join at ", Describe(target), " (",
                                          target.grpc_address, ")"));
@@ -371,6 +378,7 @@ absl::Status MembershipAgent::CallLeave(const NodeRef& target,
   request.set_reason(reason);
   if (successor) *request.mutable_successor() = ToProto(*successor);
   LeaveResponse response;
+  if (options_.probe_key) SignRpc(*options_.probe_key, "Leave", request, &context);
   const grpc::Status status =
       channels_->Stub(target.grpc_address)->Leave(&context, request, &response);
   return FromGrpc(status, absl::StrCat("Leave at ", Describe(target)));
@@ -527,6 +535,7 @@ void MembershipAgent::SendHeartbeat(int64_t now) {
   grpc::ClientContext context;
   context.set_deadline(DeadlineIn(options_.rpc_timeout_ns));
   HeartbeatResponse response;
+  if (options_.probe_key) SignRpc(*options_.probe_key, "Heartbeat", request, &context);
   const int64_t sent = probe::RawNowNs();
   const grpc::Status status =
       channels_->Stub(parent.grpc_address)->Heartbeat(&context, request, &response);
@@ -538,6 +547,7 @@ void MembershipAgent::SendHeartbeat(int64_t now) {
   const int64_t done = probe::RawNowNs();
   if (status.ok()) {
     heartbeat_failures_ = 0;
+    if (parent_loss_) parent_loss_->OnHeartbeatAnswered(done);
     if (!membership_.OnParentInfo(FromProto(response.attachment()), sent) &&
         membership_.state() == MembershipState::kDetached) {
       ++parent_losses_;
@@ -640,8 +650,12 @@ MembershipAgent::ProbeTarget MembershipAgent::probe_target() const {
   return target_;
 }
 
+void MembershipAgent::OnProbeSent(int64_t now_ns) {
+  if (parent_loss_) parent_loss_->OnProbeSent(now_ns);
+}
+
 void MembershipAgent::OnProbeAnswered(int64_t now_ns) {
-  last_probe_answer_ns_.store(now_ns);
+  if (parent_loss_) parent_loss_->OnProbeAnswered(now_ns);
 }
 
 void MembershipAgent::SetParentRoundTripNs(int64_t rtt_ns) {

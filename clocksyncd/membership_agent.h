@@ -10,11 +10,15 @@
 //   - attached: a Heartbeat to the parent every heartbeat_interval (subtree
 //     size, free-slot depth, round trip), whose answer renews the lease
 //     and hands down the ancestor chain; the parent counts as lost after
-//     heartbeat_failures_for_loss failed heartbeats in a row or when the
-//     sync loop reports no answered probe for parent_silence_for_loss; a
-//     NOT_FOUND answer (the parent dropped us) means join again; a leaf deep
+//     heartbeat_failures_for_loss failed heartbeats in a row, or when its
+//     probes go unanswered longer than a live parent's would on the loss
+//     measured so far (ParentLossDetector: heartbeats still answered keep
+//     the parent up to a cap); a NOT_FOUND answer (the parent dropped us)
+//     means join again; a leaf deep
 //     below the landing depth moves up (Membership::ShouldMoveUp);
 //   - always: drops children silent for child_timeout.
+// With the tree's key (probe_key), its Join, Heartbeat and Leave calls carry
+// a tag (rpc_auth.h) and the calls it answers must too.
 // Leaving cleanly (LeaveAndStop): the node stops accepting, tells its
 // children to rejoin at its own parent (the successor), keeps answering
 // their probes until every child has re-attached elsewhere (they say so
@@ -44,6 +48,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "clocksyncd/parent_loss_detector.h"
 #include "membership/membership.h"
 #include "probe/auth.h"
 #include "proto/clocksync.grpc.pb.h"
@@ -58,9 +63,9 @@ struct MembershipAgentOptions {
   int64_t rpc_timeout_ns = 500'000'000;
   // Failed heartbeats in a row after which the parent counts as lost.
   int heartbeat_failures_for_loss = 4;
-  // No answered probe from the parent for this long (reported by the sync
-  // loop through OnProbeAnswered): the parent counts as lost. 0: never.
-  int64_t parent_silence_for_loss_ns = 1'000'000'000;
+  // When unanswered probes (reported by the sync loop through
+  // OnProbeSent and OnProbeAnswered) lose the parent; nullopt: never.
+  std::optional<ParentLossOptions> parent_loss = ParentLossOptions{};
   // A child not heard from for this long is dropped.
   int64_t child_timeout_ns = 3'000'000'000;
   // Measure the round trip to redirect alternatives (UDP probes).
@@ -70,7 +75,8 @@ struct MembershipAgentOptions {
   int64_t retry_max_ns = 5'000'000'000;
   // Sent as sender id in RTT probes.
   uint64_t probe_sender_id = 0;
-  // The tree's probe key, for RTT probes (none: unauthenticated).
+  // The tree's probe key, for RTT probes and the tags of membership calls
+  // (none: unauthenticated).
   std::optional<probe::ProbeKeys> probe_key;
 };
 
@@ -121,6 +127,8 @@ class MembershipAgent {
     std::optional<NodeRef> parent;
   };
   ProbeTarget probe_target() const;
+  // A probe went to the current target at `now_ns` (raw clock).
+  void OnProbeSent(int64_t now_ns);
   // A probe reply from the current target arrived at `now_ns` (raw clock).
   void OnProbeAnswered(int64_t now_ns);
   // Shortest round trip to the parent (for heartbeats), ns; -1 unknown.
@@ -164,8 +172,6 @@ class MembershipAgent {
   std::condition_variable wake_;
   Membership membership_;
   ProbeTarget target_;
-  // When the probe target last changed (probe silence counts from here).
-  int64_t target_attached_ns_ = 0;
   bool stop_ = false;
   bool leaving_ = false;
   // A parent that left cleanly: told when this node has re-attached.
@@ -179,7 +185,8 @@ class MembershipAgent {
   uint64_t joins_ = 0;
   uint64_t parent_losses_ = 0;
   std::map<std::string, int64_t> rtt_cache_ns_;
-  std::atomic<int64_t> last_probe_answer_ns_{0};
+  // Probe answers and heartbeats of the current parent (its own lock).
+  std::unique_ptr<ParentLossDetector> parent_loss_;
   std::atomic<int64_t> parent_rtt_ns_{-1};
   std::thread thread_;
 };

@@ -56,7 +56,7 @@ MembershipAgentOptions FastOptions() {
   o.heartbeat_interval_ns = 20'000'000;
   o.rpc_timeout_ns = 300'000'000;
   o.heartbeat_failures_for_loss = 3;
-  o.parent_silence_for_loss_ns = 0;  // No probes here.
+  o.parent_loss.reset();  // No probes here.
   o.child_timeout_ns = 300'000'000;
   o.measure_rtt = false;
   o.retry_min_ns = 20'000'000;

@@ -2,6 +2,7 @@
 // RPC), the recursive topology gathering, and StatusServer.
 #include "clocksyncd/status_service.h"
 
+#include <netdb.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -22,6 +23,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
+#include "clocksyncd/request_validation.h"
+#include "clocksyncd/rpc_auth.h"
 #include "grpcpp/grpcpp.h"
 #include "membership/membership.h"
 #include "proto/clocksync.grpc.pb.h"
@@ -33,130 +36,6 @@ NodeView::~NodeView() = default;
 // --- validation ---------------------------------------------------------
 
 namespace {
-
-absl::Status ValidateWatchRequest(const WatchStatusRequest& request) {
-  if (request.interval_ms() < kMinWatchIntervalMs ||
-      request.interval_ms() > kMaxWatchIntervalMs) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("interval_ms: must be ", kMinWatchIntervalMs, "..",
-                     kMaxWatchIntervalMs, ", got ", request.interval_ms()));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status ValidateTopologyRequest(const GetTopologyRequest& request) {
-  if (request.max_nodes() > kMaxTopologyMaxNodes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("max_nodes: at most ", kMaxTopologyMaxNodes, ", got ",
-                     request.max_nodes()));
-  }
-  if (request.has_max_depth() && request.max_depth() > kMaxTopologyMaxDepth) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("max_depth: at most ", kMaxTopologyMaxDepth, ", got ",
-                     request.max_depth()));
-  }
-  if (request.path_node_ids_size() > kMaxTopologyPathLength) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("path_node_ids: at most ", kMaxTopologyPathLength,
-                     " entries, got ", request.path_node_ids_size()));
-  }
-  for (int i = 0; i < request.path_node_ids_size(); ++i) {
-    absl::Status id = ValidateNodeId(absl::StrCat("path_node_ids[", i, "]"),
-                                     request.path_node_ids(i));
-    if (!id.ok()) return id;
-  }
-  return absl::OkStatus();
-}
-
-// A NodeAddress of another node: id, probe address, gRPC address.
-absl::Status ValidateNodeAddress(absl::string_view field,
-                                 const NodeAddress& node) {
-  absl::Status status =
-      ValidateNodeId(absl::StrCat(field, ".node_id"), node.node_id());
-  if (status.ok()) {
-    status = probe::ValidateHostPort(absl::StrCat(field, ".probe_address"),
-                              node.probe_address());
-  }
-  if (status.ok()) {
-    status = probe::ValidateGrpcAddress(absl::StrCat(field, ".grpc_address"),
-                                 node.grpc_address());
-  }
-  return status;
-}
-
-absl::Status ValidateJoinRequest(const JoinRequest& request) {
-  if (!request.has_node()) {
-    return absl::InvalidArgumentError("node: required");
-  }
-  absl::Status status = ValidateNodeAddress("node", request.node());
-  if (!status.ok()) return status;
-  if (request.subtree_size() < 0 ||
-      request.subtree_size() > Membership::kMaxSubtreeSize) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("subtree_size: must be 0..", Membership::kMaxSubtreeSize,
-                     ", got ", request.subtree_size()));
-  }
-  if (request.free_slot_depth() < 0 ||
-      request.free_slot_depth() > Membership::kNoFreeSlot) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("free_slot_depth: must be 0..", Membership::kNoFreeSlot,
-                     ", got ", request.free_slot_depth()));
-  }
-  if (request.avoid_ids_size() > kMaxAvoidIds) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("avoid_ids: at most ", kMaxAvoidIds, " entries, got ",
-                     request.avoid_ids_size()));
-  }
-  for (int i = 0; i < request.avoid_ids_size(); ++i) {
-    status = ValidateNodeId(absl::StrCat("avoid_ids[", i, "]"),
-                            request.avoid_ids(i));
-    if (!status.ok()) return status;
-  }
-  if (request.has_max_depth() &&
-      (request.max_depth() < 1 ||
-       request.max_depth() > static_cast<int32_t>(kMaxTopologyMaxDepth))) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("max_depth: must be 1..", kMaxTopologyMaxDepth,
-                     " when set, got ", request.max_depth()));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status ValidateHeartbeatRequest(const HeartbeatRequest& request) {
-  absl::Status status = ValidateNodeId("node_id", request.node_id());
-  if (status.ok() && (request.subtree_size() < 1 ||
-                      request.subtree_size() > Membership::kMaxSubtreeSize)) {
-    status = absl::InvalidArgumentError(
-        absl::StrCat("subtree_size: must be 1..", Membership::kMaxSubtreeSize,
-                     ", got ", request.subtree_size()));
-  }
-  if (status.ok() && (request.free_slot_depth() < 0 ||
-                      request.free_slot_depth() > Membership::kNoFreeSlot)) {
-    status = absl::InvalidArgumentError(
-        absl::StrCat("free_slot_depth: must be 0..", Membership::kNoFreeSlot,
-                     ", got ", request.free_slot_depth()));
-  }
-  if (status.ok() &&
-      (request.rtt_ns() < -1 || request.rtt_ns() > kMaxReportedRttNs)) {
-    status = absl::InvalidArgumentError(
-        absl::StrCat("rtt_ns: must be -1 (unknown) ..", kMaxReportedRttNs,
-                     ", got ", request.rtt_ns()));
-  }
-  return status;
-}
-
-absl::Status ValidateLeaveRequest(const LeaveRequest& request) {
-  absl::Status status = ValidateNodeId("node_id", request.node_id());
-  if (status.ok() && request.reason().size() > kMaxLeaveReasonBytes) {
-    status = absl::InvalidArgumentError(
-        absl::StrCat("reason: at most ", kMaxLeaveReasonBytes, " bytes, got ",
-                     request.reason().size()));
-  }
-  if (status.ok() && request.has_successor()) {
-    status = ValidateNodeAddress("successor", request.successor());
-  }
-  return status;
-}
 
 // absl and gRPC status codes have the same values (both are the canonical
 // codes).
@@ -295,6 +174,8 @@ struct HandlerEnv {
   bool admin_allowed;
   // The address served ("0.0.0.0:3191", "unix:/run/..."), for messages.
   std::string listener;
+  // Membership calls must carry the tree key's tag (TCP, with a key).
+  bool require_tags = false;
 };
 
 // --- GetStatus ----------------------------------------------------------
@@ -555,10 +436,20 @@ grpc::Status RefuseAdmin(const HandlerEnv& env, absl::string_view rpc) {
                                    env.listener));
 }
 
+// OK unless the listener asks for tags and the call's is absent or wrong.
+grpc::Status Authenticate(const HandlerEnv& env, absl::string_view rpc,
+                          const google::protobuf::MessageLite& request,
+                          const grpc::ServerContext& context) {
+  if (!env.require_tags) return grpc::Status::OK;
+  return ToGrpc(VerifyRpc(*env.options->membership_key, rpc, request, context));
+}
+
 grpc::Status HandleJoin(const HandlerEnv& env,
                         const grpc::ServerContext& context,
                         const JoinRequest& request, JoinResponse* response) {
   if (!env.admin_allowed) return RefuseAdmin(env, "Join");
+  const grpc::Status authentic = Authenticate(env, "Join", request, context);
+  if (!authentic.ok()) return authentic;
   const absl::Status valid = ValidateJoinRequest(request);
   if (!valid.ok()) return ToGrpc(valid);
   absl::StatusOr<JoinResponse> answer =
@@ -572,16 +463,22 @@ grpc::Status HandleJoin(const HandlerEnv& env,
   return grpc::Status::OK;
 }
 
-grpc::Status HandleLeave(const HandlerEnv& env, const LeaveRequest& request) {
+grpc::Status HandleLeave(const HandlerEnv& env, const grpc::ServerContext& context,
+                         const LeaveRequest& request) {
   if (!env.admin_allowed) return RefuseAdmin(env, "Leave");
+  const grpc::Status authentic = Authenticate(env, "Leave", request, context);
+  if (!authentic.ok()) return authentic;
   const absl::Status valid = ValidateLeaveRequest(request);
   if (!valid.ok()) return ToGrpc(valid);
   return ToGrpc(env.view->Leave(request));
 }
 
 grpc::Status HandleHeartbeat(const HandlerEnv& env,
+                             const grpc::ServerContext& context,
                              const HeartbeatRequest& request,
                              HeartbeatResponse* response) {
+  const grpc::Status authentic = Authenticate(env, "Heartbeat", request, context);
+  if (!authentic.ok()) return authentic;
   const absl::Status valid = ValidateHeartbeatRequest(request);
   if (!valid.ok()) return ToGrpc(valid);
   absl::StatusOr<HeartbeatResponse> answer = env.view->Heartbeat(request);
@@ -620,12 +517,12 @@ class ServiceImpl final : public Clocksync::Service {
   }
   grpc::Status Leave(grpc::ServerContext* context, const LeaveRequest* request,
                      LeaveResponse* response) override {
-    return HandleLeave(env_, *request);
+    return HandleLeave(env_, *context, *request);
   }
   grpc::Status Heartbeat(grpc::ServerContext* context,
                          const HeartbeatRequest* request,
                          HeartbeatResponse* response) override {
-    return HandleHeartbeat(env_, *request, response);
+    return HandleHeartbeat(env_, *context, *request, response);
   }
 
  private:
@@ -697,6 +594,47 @@ absl::StatusOr<std::unique_ptr<grpc::Server>> BuildServer(
 
 }  // namespace
 
+absl::Status CheckTcpListenAddressFree(const std::string& address) {
+  const absl::StatusOr<probe::HostPort> parsed =
+      probe::ParseHostPort("address", address, {.allow_port_zero = true});
+  if (!parsed.ok()) return parsed.status();
+  if (parsed->port == 0) return absl::OkStatus();
+  struct addrinfo hints = {};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  struct addrinfo* found = nullptr;
+  const std::string port = std::to_string(parsed->port);
+  const int resolved = getaddrinfo(parsed->host.empty() ? nullptr : parsed->host.c_str(),
+                                   port.c_str(), &hints, &found);
+  if (resolved != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot resolve host \"", parsed->host, "\": ", gai_strerror(resolved)));
+  }
+  absl::Status result = absl::OkStatus();
+  for (const struct addrinfo* a = found; a != nullptr && result.ok(); a = a->ai_next) {
+    const int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) continue;
+    // As gRPC binds: SO_REUSEADDR (a TIME_WAIT leftover is no conflict),
+    // no SO_REUSEPORT (a live listener is).
+    const int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (bind(fd, a->ai_addr, a->ai_addrlen) != 0) {
+      const int error = errno;
+      result = absl::UnavailableError(
+          error == EADDRINUSE ? "address already in use (another clocksyncd, or "
+                                "another service, listens there)"
+          : error == EACCES ? "permission denied (ports below 1024 need root or "
+                              "CAP_NET_BIND_SERVICE)"
+          : error == EADDRNOTAVAIL ? "not an address of this host"
+                                   : absl::StrCat("cannot bind: ", std::strerror(error)));
+    }
+    close(fd);
+  }
+  freeaddrinfo(found);
+  return result;
+}
+
 StatusServer::StatusServer(StatusServerOptions options)
     : options_(std::move(options)),
       shutdown_(std::make_unique<status_internal::ShutdownSignal>()),
@@ -761,7 +699,8 @@ absl::Status StatusServer::Start(const std::string& listen_address,
   if (!listen_address.empty()) {
     tcp_service_ = std::make_unique<status_internal::ServiceImpl>(HandlerEnv{
         view, &options_, shutdown_.get(), limits_.get(),
-        /*admin_allowed=*/!options_.admin_on_unix_only, listen_address});
+        /*admin_allowed=*/!options_.admin_on_unix_only, listen_address,
+        /*require_tags=*/options_.membership_key.has_value()});
     absl::StatusOr<std::unique_ptr<grpc::Server>> server = BuildServer(
         listen_address, tcp_service_.get(), options_.max_threads, &tcp_port_);
     if (!server.ok()) {

@@ -36,6 +36,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "probe/address.h"
+#include "probe/auth.h"
 #include "proto/clocksync.pb.h"
 #include "proto/limits.h"
 
@@ -124,7 +126,16 @@ struct StatusServerOptions {
   int max_topology_gathers = 8;
   // Permissions of the Unix socket file (who may use the admin RPCs).
   mode_t unix_socket_mode = 0660;
+  // The tree's key: Join, Heartbeat and Leave over TCP must carry its tag
+  // (clocksyncd/rpc_auth.h), else UNAUTHENTICATED. The Unix socket is
+  // guarded by its file permissions instead. None: no tags asked.
+  std::optional<probe::ProbeKeys> membership_key;
 };
+
+// OK when a TCP listener could bind `address` ("host:port"; port 0 always
+// can) now; else why not, in words (in use, not permitted, not an address
+// of this host). For a clear error before gRPC's own logs of a failed bind.
+absl::Status CheckTcpListenAddressFree(const std::string& address);
 
 // Serves the Clocksync service for one NodeView.
 class StatusServer {

@@ -12,6 +12,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev libsystemd-dev
   libopen-trace-format2-dev otf2-tools
   python3 procps iproute2
+  iptables python3-grpcio python3-protobuf  # fault tests: loss, a gRPC client of our own
   prometheus   # promtool: the metrics lint test (the server is not needed)
   chrony       # the peer deploy/vs_chrony.sh measures us against (run with -x)
 )

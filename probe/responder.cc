@@ -75,6 +75,10 @@ absl::StatusOr<std::unique_ptr<ProbeResponder>> ProbeResponder::Create(
       !s.ok()) {
     return s;
   }
+  if (const std::string invalid = SourceRateLimiter::Validate(options.per_source_limit);
+      !invalid.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("probe responder: per_source_limit.", invalid));
+  }
   absl::StatusOr<probe_internal::ProbeSocket> opened =
       probe_internal::OpenProbeSocket(options.listen_address,
                                       /*passive=*/true, /*nonblocking=*/false);
@@ -130,6 +134,7 @@ ProbeResponder::ProbeResponder(const Options& options, int fd,
       fd_(fd),
       address_(std::move(address)),
       port_(port),
+      rate_limiter_(options.per_source_limit),
       delay_sampler_(options.delay, /*stream=*/2),
       stamp_table_(std::make_unique<std::array<Stamp, kStampTableSize>>()) {
   if (options_.delay.enabled) {
@@ -203,6 +208,11 @@ void ProbeResponder::HandleBatch(int count, int64_t raw_after_receive_ns) {
     probe_internal::NoteReceiveBufferDrops(header,
                                            counters_.receive_buffer_drops);
     ProbePacket request;
+    if (!rate_limiter_.Admit(rx_.sender(slot), raw_after_receive_ns)) {
+      Bump(counters_.rate_limited);
+      rx_.Restore(slot);
+      continue;
+    }
     const DecodeStatus status =
         DecodeProbe(rx_.data(slot), rx_.length(slot), &request, Key());
     if (status != DecodeStatus::kOk) {

@@ -55,6 +55,7 @@
 #include "probe/delay_injection.h"
 #include "probe/packet.h"
 #include "probe/raw_clock.h"
+#include "probe/source_rate_limiter.h"
 #include "probe/tx_stamps.h"
 #include "probe/udp_socket.h"
 
@@ -110,6 +111,8 @@ struct ResponderCounters {
   // Datagrams the kernel dropped because the socket's receive buffer was
   // full (SO_RXQ_OVFL; as of the last datagram received).
   std::atomic<uint64_t> receive_buffer_drops{0};
+  // Datagrams over their source host's budget (SourceRateLimiter).
+  std::atomic<uint64_t> rate_limited{0};
   // Kernel transmit stamps recorded for replies sent.
   std::atomic<uint64_t> tx_stamps{0};
   // Transmit stamps dropped: no matching send, or implausible (a realtime
@@ -154,6 +157,9 @@ class ProbeResponder {
     // requests with them (interleaved). Off with delay injection: injected
     // delays stand for the wire, which begins after the kernel's stamp.
     bool kernel_tx_stamps = true;
+    // Budget of each source host (docs/PROBE_PROTOCOL.md, "Who is
+    // answered"); datagrams beyond it are dropped undecoded and counted.
+    SourceRateLimiter::Options per_source_limit;
   };
 
   // Transmit stamps remembered, by nonce: a child asks for its previous
@@ -211,6 +217,7 @@ class ProbeResponder {
   const std::string address_;
   const uint16_t port_;
   ResponderCounters counters_;
+  SourceRateLimiter rate_limiter_;
   RealtimeToRaw realtime_to_raw_;
   DelaySampler delay_sampler_;
   std::unique_ptr<DelayQueue> delay_queue_;  // With delay injection only.
