@@ -593,6 +593,8 @@ void Daemon::UpdateSnapshot(int64_t raw_ns) {
     if (m.state == MembershipState::kAttached) st.set_depth(m.depth);
     for (const NodeRef& a : m.ancestors) *st.add_ancestors() = ToProto(a);
     st.set_children_count(m.children);
+    st.set_joins(m.joins);
+    st.set_parent_losses(m.parent_losses);
     st.set_probe_address(agent_->self().probe_address);
     st.set_grpc_address(agent_->self().grpc_address);
   }

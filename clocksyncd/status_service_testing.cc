@@ -35,6 +35,11 @@ NodeStatus SampleNodeStatus(const std::string& node_id) {
   parent->set_probe_address("10.0.0.1:3190");
   parent->set_grpc_address("10.0.0.1:3191");
   status.set_children_count(3);
+  status.set_joins(2);
+  status.set_parent_losses(1);
+  (*status.mutable_dropped_on_probe_port())["bad_mac"] = 4;
+  (*status.mutable_dropped_on_probe_port())["rate_limited"] = 120;
+  (*status.mutable_dropped_from_parent())["late"] = 2;
   status.set_last_inconsistency_age_ns(42'000'000'000);
   status.set_last_inconsistency("step: samples contradict every line");
   status.set_holdover(false);

@@ -644,6 +644,31 @@ std::string FormatMetrics(const Topology& topology) {
        [](const NodeStatus& n) {
          return static_cast<double>(n.children_count());
        });
+  each("clocksync_joins_total", "counter",
+       "Attachments to a parent since start, the first included.",
+       [](const NodeStatus& n) { return static_cast<double>(n.joins()); });
+  each("clocksync_parent_losses_total", "counter",
+       "Parents lost since start (silence, failed heartbeats, disowned).",
+       [](const NodeStatus& n) { return static_cast<double>(n.parent_losses()); });
+  {
+    Family family(&out, "clocksync_probe_drops_total", "counter",
+                  "Probe datagrams dropped since start, by socket (the "
+                  "node's probe port, or its socket to the parent) and "
+                  "reason.");
+    for (const NodeStatus* node : up) {
+      for (const auto* drops : {&node->dropped_on_probe_port(), &node->dropped_from_parent()}) {
+        const bool port = drops == &node->dropped_on_probe_port();
+        // Sorted: the map's order is unspecified, the output's is not.
+        std::vector<std::pair<std::string, uint64_t>> sorted(drops->begin(), drops->end());
+        std::sort(sorted.begin(), sorted.end());
+        for (const auto& [reason, count] : sorted) {
+          family.Sample(*node, static_cast<double>(count),
+                        absl::StrCat("socket=\"", port ? "probe_port" : "to_parent",
+                                     "\",reason=\"", LabelValue(reason), "\""));
+        }
+      }
+    }
+  }
   {
     Family family(&out, "clocksync_last_answer_age_seconds", "gauge",
                   "Time since the parent last answered a probe.");
