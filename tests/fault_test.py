@@ -20,6 +20,10 @@ Scenarios (the first argument):
           d) the master frozen for 15 s: every node reports holdover
              (a node's state reflects its whole path), synchronized again
              after SIGCONT.
+  auth    7 daemons sharing a key (--probe_key_file): the tree forms (the
+          membership calls carry tags), and calls without a tag, with a
+          forged one or a replayed one for another request get
+          UNAUTHENTICATED; GetStatus needs none.
 The gRPC calls go through Python's grpcio, a client we did not write, with
 message classes generated from proto/clocksync.proto by protoc.
 
@@ -168,10 +172,10 @@ class Monitor:
         log(f"{phase}: bounds held ({sum(n['checks'] for n in json.loads(out)['nodes'])} checks)")
 
 
-def start_tree():
+def start_tree(*flags):
     subprocess.run([CLUSTER, "--no_build", f"--bin_dir={BIN}", f"--work_dir={WORK}",
                     "--detach", f"--base_port={PORT}", f"--nodes={NODES}",
-                    f"--max_children={MAX_CHILDREN}"], check=True)
+                    f"--max_children={MAX_CHILDREN}", *flags], check=True)
     wait_for(all_synced(), 60, "every daemon synchronized")
     s = statuses()
     log("tree: " + ", ".join(f"{n}@{s[n].depth}<-{s[n].parent or '-'}" for n in sorted(s)))
@@ -365,6 +369,50 @@ def faults():
     wait_for(all_synced(), 45, "every node synchronized after the master thawed")
 
 
+def expect_unauthenticated(what, method, request, response_type, metadata=None):
+    address = MASTER_GRPC
+    stub = grpc.insecure_channel(address).unary_unary(
+        f"/clocksync.Clocksync/{method}",
+        request_serializer=type(request).SerializeToString,
+        response_deserializer=response_type.FromString)
+    try:
+        stub(request, timeout=2.0, metadata=metadata)
+    except grpc.RpcError as e:
+        if e.code() != grpc.StatusCode.UNAUTHENTICATED:
+            fail(f"{what}: {e.code().name} ({e.details()}), want UNAUTHENTICATED")
+        log(f"{what}: UNAUTHENTICATED ({e.details()[:90]})")
+        return
+    fail(f"{what}: accepted, want UNAUTHENTICATED")
+
+
+def auth():
+    start_tree("--auth")
+    s = statuses()
+    child = next(n for n in sorted(s) if n != "master" and s[n].depth == 1)
+    heartbeat = pb.HeartbeatRequest(node_id=child, subtree_size=1)
+    now_ns = time.time_ns()
+    expect_unauthenticated("Heartbeat without a tag", "Heartbeat", heartbeat,
+                           pb.HeartbeatResponse)
+    expect_unauthenticated("Heartbeat with a forged tag", "Heartbeat", heartbeat,
+                           pb.HeartbeatResponse,
+                           [("clocksync-auth", f"v1 {now_ns} 0123456789abcdef")])
+    expect_unauthenticated("Leave with a malformed tag", "Leave",
+                           pb.LeaveRequest(node_id=child), pb.LeaveResponse,
+                           [("clocksync-auth", "v1 x")])
+    expect_unauthenticated("Join without a tag", "Join",
+                           pb.JoinRequest(node=pb.NodeAddress(
+                               node_id="intruder", probe_address="127.0.0.1:9",
+                               grpc_address="127.0.0.1:9"), subtree_size=1),
+                           pb.JoinResponse)
+    before = counters()
+    time.sleep(3)
+    if counters() != before:
+        fail(f"the refused calls moved nodes: {before} -> {counters()}")
+    if not all_synced()()[0]:
+        fail(f"not every node synchronized: {all_synced()()[1]}")
+    log("GetStatus without a tag answered; the tree is intact")
+
+
 def main():
     try:
         if SCENARIO == "loss30":
@@ -373,6 +421,8 @@ def main():
             loss(0.7, max_changes=1)
         elif SCENARIO == "faults":
             faults()
+        elif SCENARIO == "auth":
+            auth()
         else:
             fail(f"unknown scenario {SCENARIO}")
     finally:

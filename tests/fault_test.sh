@@ -3,10 +3,10 @@
 # each in a private network namespace (its own loopback, its own iptables
 # rules), and fails if any fails. Needs root (network namespaces) and
 # Debian's python3-grpcio, python3-protobuf and iptables (deploy/setup.sh).
-#   FAULT_TEST_SCENARIOS="loss30 loss70 faults"  FAULT_TEST_LOSS_S=120
+#   FAULT_TEST_SCENARIOS="loss30 loss70 faults auth"  FAULT_TEST_LOSS_S=120
 set -euo pipefail
 root="${TEST_SRCDIR}/${TEST_WORKSPACE}"
-scenarios=(${FAULT_TEST_SCENARIOS:-loss30 loss70 faults})
+scenarios=(${FAULT_TEST_SCENARIOS:-loss30 loss70 faults auth})
 seconds="${FAULT_TEST_LOSS_S:-120}"
 namespaces=()
 cleanup() {
