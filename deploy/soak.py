@@ -1,0 +1,284 @@
+#!/usr/bin/env python3
+"""deploy/soak.py: the demo tree under churn and hostile traffic for a long
+time, every daemon's memory, threads and file descriptors sampled each
+minute (run through deploy/soak.sh, which builds and sets up).
+
+Every minute, one of (in turn):
+  - a node killed (SIGKILL) and started again with the same flags;
+  - a node told to leave (SIGTERM), then started again;
+  - a node frozen (SIGSTOP) for 10 s;
+and all the time, at a low rate: garbage and replayed datagrams on the probe
+ports, Heartbeats and Joins without the tree's key (the tree runs with one),
+WatchStatus streams opened and dropped, GetTopology from the master.
+A cluster_monitor checks every node's bound against the master's time the
+whole run (4 checks/s).
+
+Samples go to WORK/samples.csv (minute,node,pid,rss_kb,threads,fds). At the
+end, for each daemon that ran the whole time (the master and the nodes never
+restarted), the growth from the second sample (after warm-up) to the last:
+RSS must not grow by more than --max_rss_growth_kb, threads and fds not at
+all beyond a small slack. Prints FIGURE lines and exits 1 when something is
+not flat or a bound was violated.
+
+Usage: soak.py --bin_dir=DIR --cluster=deploy/local_cluster.sh --proto=FILE
+               --work_dir=DIR [--minutes=60] [--nodes=13] [--base_port=31900]
+"""
+
+import argparse
+import csv
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--bin_dir", required=True)
+    p.add_argument("--cluster", required=True)
+    p.add_argument("--proto", required=True)
+    p.add_argument("--work_dir", required=True)
+    p.add_argument("--minutes", type=float, default=60)
+    p.add_argument("--nodes", type=int, default=13)
+    p.add_argument("--max_rss_growth_kb", type=int, default=4096)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--base_port", type=int, default=31900,
+                   help="probes on base_port + i, gRPC on base_port + 100 + i")
+    return p.parse_args()
+
+
+ARGS = parse_args()
+PORT = ARGS.base_port
+WORK = ARGS.work_dir
+T0 = time.time()
+os.makedirs(WORK, exist_ok=True)
+subprocess.run(["protoc", f"--proto_path={os.path.dirname(ARGS.proto)}",
+                f"--python_out={WORK}", ARGS.proto], check=True)
+sys.path.insert(0, WORK)
+import grpc  # noqa: E402
+import clocksync_pb2 as pb  # noqa: E402
+
+rng = random.Random(ARGS.seed)
+
+
+def log(*args):
+    print(f"[soak {(time.time() - T0) / 60:6.2f} min]", *args, flush=True)
+
+
+def read_pids():
+    out = {}
+    with open(os.path.join(WORK, "pids")) as f:
+        for line in f:
+            name, pid = line.split()
+            out[name] = int(pid)
+    return out
+
+
+PIDS = {}
+RESTARTED = set()
+
+
+def cmdline(pid):
+    with open(f"/proc/{pid}/cmdline", "rb") as f:
+        return [a.decode() for a in f.read().split(b"\0") if a]
+
+
+def restart(name, argv):
+    log_file = open(os.path.join(WORK, f"{name}.log"), "a")
+    proc = subprocess.Popen(argv, stdout=log_file, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    PIDS[name] = proc.pid
+    RESTARTED.add(name)
+    return proc
+
+
+CHILDREN = []  # Popen objects of restarted daemons (reaped at the end).
+
+
+def churn(minute):
+    nodes = sorted(n for n in PIDS if n != "master")
+    name = nodes[rng.randrange(len(nodes))]
+    pid = PIDS[name]
+    action = ("kill", "leave", "freeze")[minute % 3]
+    if action == "freeze":
+        log(f"churn: {name} frozen for 10 s")
+        os.kill(pid, signal.SIGSTOP)
+        time.sleep(10)
+        os.kill(pid, signal.SIGCONT)
+        return
+    argv = cmdline(pid)
+    os.kill(pid, signal.SIGKILL if action == "kill" else signal.SIGTERM)
+    deadline = time.time() + 15
+    while time.time() < deadline and os.path.exists(f"/proc/{pid}"):
+        try:
+            # Reap it if it is our child; otherwise wait for it to vanish.
+            if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                break
+        except ChildProcessError:
+            pass
+        with open(f"/proc/{pid}/stat") as f:
+            if f.read().split()[2] == "Z":
+                break
+        time.sleep(0.1)
+    time.sleep(1)
+    CHILDREN.append(restart(name, argv))
+    log(f"churn: {name} {'killed' if action == 'kill' else 'left'} and restarted "
+        f"(pid {PIDS[name]})")
+
+
+STOP = threading.Event()
+HOSTILE = {"datagrams": 0, "refused_rpcs": 0, "watches": 0, "topologies": 0}
+
+
+def hostile():
+    """Low-rate hostile traffic until STOP: about 20 actions a second."""
+    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    channel = grpc.insecure_channel(f"127.0.0.1:{PORT + 100}")
+
+    def unary(method, req, resp):
+        return channel.unary_unary(f"/clocksync.Clocksync/{method}",
+                                   request_serializer=type(req).SerializeToString,
+                                   response_deserializer=resp.FromString)
+
+    watch = channel.unary_stream("/clocksync.Clocksync/WatchStatus",
+                                 request_serializer=pb.WatchStatusRequest.SerializeToString,
+                                 response_deserializer=pb.NodeStatus.FromString)
+    while not STOP.is_set():
+        kind = rng.randrange(10)
+        try:
+            if kind < 6:
+                port = PORT + rng.randrange(ARGS.nodes)
+                size = rng.choice([0, 1, 40, 96, 96, 200])
+                data = bytes(rng.randrange(256) for _ in range(size))
+                if size == 96 and rng.random() < 0.5:
+                    data = b"CSPR\x02\x01" + data[6:]  # Looks like a request.
+                udp.sendto(data, ("127.0.0.1", port))
+                HOSTILE["datagrams"] += 1
+            elif kind < 8:
+                try:
+                    unary("Heartbeat", pb.HeartbeatRequest(node_id="n1", subtree_size=2**40),
+                          pb.HeartbeatResponse)(pb.HeartbeatRequest(
+                              node_id="n1", subtree_size=2**40), timeout=1)
+                except grpc.RpcError:
+                    HOSTILE["refused_rpcs"] += 1
+            elif kind == 8:
+                stream = watch(pb.WatchStatusRequest(interval_ms=50), timeout=0.5)
+                try:
+                    for _ in stream:
+                        pass
+                except grpc.RpcError:
+                    pass
+                HOSTILE["watches"] += 1
+            else:
+                try:
+                    unary("GetTopology", pb.GetTopologyRequest(), pb.Topology)(
+                        pb.GetTopologyRequest(), timeout=5)
+                except grpc.RpcError:
+                    pass
+                HOSTILE["topologies"] += 1
+        except OSError:
+            pass
+        STOP.wait(0.05)
+    channel.close()
+
+
+def sample(minute, writer):
+    for name, pid in sorted(PIDS.items()):
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                fields = dict(line.split(":", 1) for line in f if ":" in line)
+            rss_kb = int(fields["VmRSS"].split()[0])
+            threads = int(fields["Threads"])
+            fds = len(os.listdir(f"/proc/{pid}/fd"))
+        except (FileNotFoundError, ProcessLookupError, KeyError):
+            continue
+        writer.writerow([minute, name, pid, rss_kb, threads, fds])
+
+
+def main():
+    subprocess.run([ARGS.cluster, "--no_build", f"--bin_dir={ARGS.bin_dir}",
+                    f"--work_dir={WORK}", "--detach", f"--base_port={PORT}",
+                    f"--nodes={ARGS.nodes}", "--max_children=3", "--auth"], check=True)
+    PIDS.update(read_pids())
+    with open(os.path.join(WORK, "monitor_flags")) as f:
+        flags = f.read().split()
+    seconds = int(ARGS.minutes * 60)
+    time.sleep(10)  # Let the tree form before the monitor starts counting.
+    monitor = subprocess.Popen(
+        [os.path.join(ARGS.bin_dir, "tools/cluster_monitor/cluster_monitor"), *flags,
+         f"--duration_s={seconds}", "--warmup_s=0", "--interval_s=0.25", "--json"],
+        stdout=subprocess.PIPE, text=True)
+    hostile_thread = threading.Thread(target=hostile, daemon=True)
+    hostile_thread.start()
+    samples_path = os.path.join(WORK, "samples.csv")
+    with open(samples_path, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["minute", "node", "pid", "rss_kb", "threads", "fds"])
+        minutes = max(2, int(round(ARGS.minutes)))
+        step_s = seconds / minutes
+        for minute in range(minutes + 1):
+            sample(minute, writer)
+            f.flush()
+            if minute == minutes:
+                break
+            started = time.time()
+            if minute > 0:
+                churn(minute)
+            time.sleep(max(0, step_s - (time.time() - started)))
+    STOP.set()
+    hostile_thread.join()
+    out, _ = monitor.communicate(timeout=120)
+    violations = sum(n["bound_violations"] for n in json.loads(out)["nodes"])
+    checks = sum(n["checks"] for n in json.loads(out)["nodes"])
+    for pid in PIDS.values():
+        try:
+            os.kill(pid, signal.SIGCONT)
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    for proc in CHILDREN:
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+    # Flatness, per daemon that ran the whole time.
+    rows = list(csv.DictReader(open(samples_path)))
+    problems = []
+    growth = {"rss_kb": 0, "threads": 0, "fds": 0}
+    for name in sorted({r["node"] for r in rows} - RESTARTED):
+        series = [r for r in rows if r["node"] == name]
+        if len(series) < 3:
+            continue
+        first, last = series[1], series[-1]  # After one minute of warm-up.
+        for key in growth:
+            delta = int(last[key]) - int(first[key])
+            growth[key] = max(growth[key], delta)
+            peak = max(int(r[key]) for r in series[1:])
+            limit = ARGS.max_rss_growth_kb if key == "rss_kb" else 2
+            if delta > limit:
+                problems.append(f"{name}: {key} {first[key]} -> {last[key]} (peak {peak})")
+    log(f"hostile traffic: {HOSTILE}")
+    log(f"{checks} bound checks, {violations} violations; restarted: {sorted(RESTARTED)}")
+    print(f"FIGURE soak_minutes {ARGS.minutes:g} min")
+    print(f"FIGURE soak_bound_violations {violations} checks")
+    print(f"FIGURE soak_max_rss_growth {growth['rss_kb']} kB")
+    print(f"FIGURE soak_max_thread_growth {growth['threads']} threads")
+    print(f"FIGURE soak_max_fd_growth {growth['fds']} fds")
+    print(f"samples: {samples_path}")
+    if violations:
+        problems.append(f"{violations} bound violations")
+    if problems:
+        log("NOT FLAT:\n  " + "\n  ".join(problems))
+        sys.exit(1)
+    log("PASS: memory, threads and descriptors flat; bounds held")
+
+
+if __name__ == "__main__":
+    main()
