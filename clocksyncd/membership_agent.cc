@@ -133,6 +133,7 @@ JoinResponse ToProto(const JoinDecision& d) {
     case JoinDecision::Kind::kRedirect:
       *r.mutable_redirect_to() = ToProto(d.redirect_to);
       for (const NodeRef& ref : d.alternatives) *r.add_alternatives() = ToProto(ref);
+      r.set_redirect_has_room(d.redirect_has_room);
       break;
     case JoinDecision::Kind::kRejected:
       r.mutable_rejected()->set_reason(ToProto(d.reason));
@@ -153,6 +154,7 @@ JoinDecision FromProto(const JoinResponse& r) {
       d.kind = JoinDecision::Kind::kRedirect;
       d.redirect_to = FromProto(r.redirect_to());
       for (const NodeAddress& a : r.alternatives()) d.alternatives.push_back(FromProto(a));
+      d.redirect_has_room = r.redirect_has_room();
       break;
     default:
       d.kind = JoinDecision::Kind::kRejected;

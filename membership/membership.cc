@@ -268,6 +268,12 @@ JoinDecision Membership::HandleJoin(const JoinRequestInfo& request,
   auto suspect = [&](const ChildInfo* c) {
     return now_ns - c->last_heard_ns > config_.suspect_child_after_ns;
   };
+  // The report plus newcomers still on their way to it.
+  auto subtree = [&](const ChildInfo* c) {
+    return c->subtree_size + (now_ns - c->last_redirect_ns <= kRedirectInFlightNs
+                                  ? c->redirected_size
+                                  : 0);
+  };
   auto rtt_key = [](const ChildInfo* c) {
     return c->rtt_ns >= 0 ? c->rtt_ns : std::numeric_limits<int64_t>::max();
   };
@@ -277,13 +283,12 @@ JoinDecision Membership::HandleJoin(const JoinRequestInfo& request,
                      if (a->free_slot_depth != b->free_slot_depth) {
                        return a->free_slot_depth < b->free_slot_depth;
                      }
-                     if (a->subtree_size != b->subtree_size) {
-                       return a->subtree_size < b->subtree_size;
-                     }
+                     if (subtree(a) != subtree(b)) return subtree(a) < subtree(b);
                      return rtt_key(a) < rtt_key(b);
                    });
   decision.kind = JoinDecision::Kind::kRedirect;
   decision.redirect_to = eligible.front()->ref;
+  decision.redirect_has_room = eligible.front()->free_slot_depth == 0;
   for (const ChildInfo* c : eligible) {
     if (suspect(c) != suspect(eligible.front()) ||
         c->free_slot_depth != eligible.front()->free_slot_depth) {
@@ -292,11 +297,13 @@ JoinDecision Membership::HandleJoin(const JoinRequestInfo& request,
     decision.alternatives.push_back(c->ref);
   }
   // Count the newcomer into that subtree at once, so that a burst of joins
-  // arriving before the next report spreads over the children instead of
-  // piling onto one. The child's next report replaces the guess.
-  int64_t& guess = children_[decision.redirect_to.node_id].subtree_size;
-  guess = std::min(guess + ClampSubtree(request.subtree_size),
-                   kMaxSubtreeSize);
+  // arriving before the next reports spreads over the children instead of
+  // piling onto one.
+  ChildInfo& chosen = children_[decision.redirect_to.node_id];
+  if (now_ns - chosen.last_redirect_ns > kRedirectInFlightNs) chosen.redirected_size = 0;
+  chosen.redirected_size =
+      std::min(chosen.redirected_size + ClampSubtree(request.subtree_size), kMaxSubtreeSize);
+  chosen.last_redirect_ns = now_ns;
   return decision;
 }
 
@@ -660,6 +667,12 @@ void JoinWalk::OnRedirect(
     const std::function<int64_t(const NodeRef&)>& rtt_ns) {
   if (path_.empty()) return;
   ++hops_;
+  if (target_promised_room_ && target_equals_ > 0) {
+    // Full after all (its report predates the joins it took since): one of
+    // its equals may still have the room it no longer has.
+    FailTarget();
+    return;
+  }
   std::vector<NodeRef> options = decision.alternatives;
   if (options.empty()) options.push_back(decision.redirect_to);
   const NodeRef* choice = nullptr;
@@ -687,6 +700,14 @@ void JoinWalk::OnRedirect(
     }
   }
   path_.push_back(*choice);
+  target_promised_room_ = decision.redirect_has_room;
+  target_equals_ = 0;
+  for (const NodeRef& option : options) {
+    if (!option.node_id.empty() && failed_.count(Key(option)) == 0 &&
+        Key(option) != Key(*choice)) {
+      ++target_equals_;
+    }
+  }
 }
 
 void JoinWalk::OnFailed() {
@@ -696,6 +717,8 @@ void JoinWalk::OnFailed() {
 }
 
 void JoinWalk::FailTarget() {
+  target_promised_room_ = false;
+  target_equals_ = 0;
   failed_.insert(Key(path_.back()));
   path_.pop_back();
   // Back up to the node that redirected us (it will be asked again with

@@ -156,6 +156,9 @@ struct JoinDecision {
   // a newcomer that measures its own round trips may prefer the nearest
   // (JoinWalk::OnRedirect with a rtt function).
   std::vector<NodeRef> alternatives;
+  // kRedirect: redirect_to and the alternatives reported room for a child
+  // of their own (free_slot_depth 0).
+  bool redirect_has_room = false;
   // kRejected.
   RejectReason reason = RejectReason::kNone;
   std::string detail;
@@ -164,9 +167,14 @@ struct JoinDecision {
 // One child as its parent knows it.
 struct ChildInfo {
   NodeRef ref;
-  // The child's own report (1 + its descendants), raised optimistically by
-  // the newcomers this node redirects to it until the next report.
+  // The child's own report (1 + its descendants).
   int64_t subtree_size = 1;
+  // Newcomers this node redirected to it lately (their subtree sizes), and
+  // when the last one was: counted on top of the report for
+  // kRedirectInFlightNs, since a report sent before they arrived does not
+  // include them (a burst of joins would otherwise pile onto one child).
+  int64_t redirected_size = 0;
+  int64_t last_redirect_ns = 0;
   // The child's report of FreeSlotDepth(): how far below it the nearest
   // slot for a newcomer is (0: it has room itself).
   int32_t free_slot_depth = 0;
@@ -217,17 +225,20 @@ struct MembershipConfig {
   // its slot: orphans then take their dead parent's place under their
   // grandparent instead of being pushed a level deeper. A child dropped by
   // mistake learns it at its next heartbeat (OnDisowned) and rejoins.
-  int64_t suspect_child_after_ns = 2'000'000'000;
+  int64_t suspect_child_after_ns = 1'000'000'000;
   // A leaf whose depth exceeds the landing depth (Attachment) by at least
   // this many levels tries to move up: it asks the master for a place that
   // many levels higher while staying attached, and switches parents only if
   // it gets one. Subtrees that rejoined after failures hang below the
   // shallowest free slot, so without moves the tree deepens under churn.
-  // 0: never move. Gains of 1 are not worth a change of clock source.
-  int move_up_min_gain = 2;
+  // 0: never move. 1: a level is worth a change of clock source (a few
+  // seconds of wider bounds once, against a level's error for good); moves
+  // only go up, so they end.
+  int move_up_min_gain = 1;
   // At most one attempt per this long, counted from the last attachment or
-  // attempt.
-  int64_t move_cooldown_ns = 600'000'000'000;
+  // attempt: orphans pushed deep while their grandparent still counted
+  // their dead parent move up within about this long.
+  int64_t move_cooldown_ns = 20'000'000'000;
   // Join messages one walk may send before it gives up.
   int max_join_hops = 64;
 };
@@ -276,6 +287,10 @@ class Membership {
   // refused by the service and clamped here; SubtreeSize() saturates, so a
   // child that claims too much cannot make this node's own report invalid.
   static constexpr int64_t kMaxSubtreeSize = int64_t{1} << 24;
+  // How long a redirected newcomer counts into its target's subtree on top
+  // of the target's reports (ChildInfo::redirected_size): a join walk takes
+  // milliseconds, a report comes every heartbeat interval.
+  static constexpr int64_t kRedirectInFlightNs = 1'000'000'000;
   // The master always; an attached node until its lease runs out.
   bool HasLease(int64_t now_ns) const;
   int64_t lease_expiry_ns() const { return lease_expiry_ns_; }
@@ -430,7 +445,10 @@ class JoinWalk {
   // target() redirected. Follows decision.redirect_to, or with `rtt_ns`
   // (this node's measured round trip to a node, <0 unknown) the alternative
   // with the lowest known round trip. A redirect to a node already on the
-  // path counts as a failure of it.
+  // path counts as a failure of it, and so does a redirect from a node
+  // offered as having room (JoinDecision::redirect_has_room) while some of
+  // its equals remain: the walk asks the node above again with it avoided
+  // rather than going a level deeper than needed.
   void OnRedirect(const JoinDecision& decision,
                   const std::function<int64_t(const NodeRef&)>& rtt_ns = {});
   // target() refused or could not be reached.
@@ -452,6 +470,10 @@ class JoinWalk {
   std::vector<NodeRef> path_;
   std::set<std::string> failed_;
   int hops_ = 0;
+  // The redirect that sent us to target(): it promised room there, and
+  // offered this many other usable options.
+  bool target_promised_room_ = false;
+  size_t target_equals_ = 0;
 };
 
 // Smallest d with fanout^d >= n: the depth of a complete tree of n nodes

@@ -68,7 +68,7 @@ struct MembershipSimOptions {
   int64_t child_timeout_ns = 500'000'000;
   int64_t suspect_child_after_ns = 250'000'000;
   // MembershipConfig::move_up_min_gain and move_cooldown_ns.
-  int move_up_min_gain = 2;
+  int move_up_min_gain = 1;
   int64_t move_cooldown_ns = 1'000'000'000;
   // After a walk ran out of candidates, wait this long before the next.
   int64_t join_retry_ns = 50'000'000;

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "membership/membership_sim.h"
 #include "gtest/gtest.h"
 
@@ -135,17 +136,78 @@ TEST(MembershipTest, AcceptsUntilFullThenRedirectsToSmallestSubtree) {
   // smallest first.
   EXPECT_EQ(IdsOf(d.alternatives), (std::vector<std::string>{"b", "c", "a"}));
   EXPECT_EQ(m.children().size(), 3u);  // A redirect adds no child.
-  // The newcomer is counted into b's subtree at once (2 + 1 = 3): now b and
-  // c tie at 3 and the id decides.
-  EXPECT_EQ(m.children().at("b").subtree_size, 3);
+  // The newcomer is counted into b's subtree at once (2 + 1 in flight = 3):
+  // now b and c tie at 3 and the id decides.
+  EXPECT_EQ(m.children().at("b").subtree_size, 2);
+  EXPECT_EQ(m.children().at("b").redirected_size, 1);
+  EXPECT_TRUE(d.redirect_has_room);
   d = m.HandleJoin(Request("e", 4), 3);
   ASSERT_EQ(d.kind, JoinDecision::Kind::kRedirect);
   EXPECT_EQ(d.redirect_to.node_id, "b");
   EXPECT_EQ(IdsOf(d.alternatives), (std::vector<std::string>{"b", "c", "a"}));
-  EXPECT_EQ(m.children().at("b").subtree_size, 7);
-  // The child's next report replaces the guess.
+  EXPECT_EQ(m.children().at("b").redirected_size, 5);
+  // A report sent before those newcomers arrived does not erase them: b
+  // (2 reported + 5 in flight) is the largest, c gets the next one.
   m.OnChildHeard("b", 2, -1, 4);
   EXPECT_EQ(m.children().at("b").subtree_size, 2);
+  d = m.HandleJoin(Request("f"), 5);
+  EXPECT_EQ(d.redirect_to.node_id, "c");
+  // Past kRedirectInFlightNs only the reports count: b (2) is the smallest.
+  d = m.HandleJoin(Request("g"), 6 + Membership::kRedirectInFlightNs);
+  EXPECT_EQ(d.redirect_to.node_id, "b");
+  EXPECT_EQ(m.children().at("b").redirected_size, 1);
+}
+
+// A burst of newcomers at a full node spreads evenly over its children
+// even when every child reports in between (before the newcomers it was
+// sent arrived): no child gets two more than another.
+TEST(MembershipTest, ABurstOfJoinsSpreadsEvenlyDespiteStaleReports) {
+  Membership m(Config("m", 3, true));
+  for (const char* id : {"a", "b", "c"}) m.HandleJoin(Request(id), 0);
+  std::map<std::string, int> sent;
+  for (int i = 0; i < 9; ++i) {
+    const JoinDecision d = m.HandleJoin(Request(absl::StrCat("n", i)), 10 + i);
+    ASSERT_EQ(d.kind, JoinDecision::Kind::kRedirect);
+    ++sent[d.redirect_to.node_id];
+    // Every child reports its size without the newcomers in flight.
+    for (const char* id : {"a", "b", "c"}) m.OnChildHeard(id, 1, -1, 10 + i, 0);
+  }
+  EXPECT_EQ(sent, (std::map<std::string, int>{{"a", 3}, {"b", 3}, {"c", 3}}));
+}
+
+// A newcomer that took the nearest of several children offered as having
+// room, and found it full (its report was stale), asks again with it
+// avoided instead of going a level deeper.
+TEST(MembershipTest, AWalkTriesTheEqualsOfAFullChildBeforeGoingDeeper) {
+  JoinRequestInfo base = Request("x");
+  JoinWalk walk({NodeRef{"m", "m:1", "m:2"}}, base, 16);
+  JoinDecision from_master;
+  from_master.kind = JoinDecision::Kind::kRedirect;
+  from_master.redirect_to = NodeRef{"a", "a:1", "a:2"};
+  from_master.alternatives = {NodeRef{"a", "a:1", "a:2"}, NodeRef{"b", "b:1", "b:2"}};
+  from_master.redirect_has_room = true;
+  // b is nearer: the walk goes there.
+  walk.OnRedirect(from_master, [](const NodeRef& r) { return r.node_id == "b" ? 10 : 20; });
+  ASSERT_NE(walk.target(), nullptr);
+  EXPECT_EQ(walk.target()->node_id, "b");
+  // b is full and sends us below it: back to the master, b avoided.
+  JoinDecision from_b;
+  from_b.kind = JoinDecision::Kind::kRedirect;
+  from_b.redirect_to = NodeRef{"b1", "b1:1", "b1:2"};
+  walk.OnRedirect(from_b);
+  ASSERT_NE(walk.target(), nullptr);
+  EXPECT_EQ(walk.target()->node_id, "m");
+  EXPECT_EQ(walk.request().avoid_ids, std::vector<std::string>{"b"});
+  // Without equals left, a full child's redirect is followed.
+  JoinDecision only_a = from_master;
+  only_a.alternatives = {NodeRef{"a", "a:1", "a:2"}};
+  walk.OnRedirect(only_a);
+  EXPECT_EQ(walk.target()->node_id, "a");
+  JoinDecision from_a;
+  from_a.kind = JoinDecision::Kind::kRedirect;
+  from_a.redirect_to = NodeRef{"a1", "a1:1", "a1:2"};
+  walk.OnRedirect(from_a);
+  EXPECT_EQ(walk.target()->node_id, "a1");
 }
 
 // A hostile or broken child claiming an absurd subtree or free-slot depth
@@ -214,6 +276,7 @@ TEST(MembershipTest, DeepLeafMovesUpOnlyToAHigherPlace) {
   Membership m(Config("m", 3, true));
   MembershipConfig cc = Config("c");
   cc.move_cooldown_ns = 1000 * kMs;
+  cc.move_up_min_gain = 2;  // Two levels up at least (the default is one).
   Membership a(Config("a")), b(Config("b")), c(cc);
   Attach(m, a, 0);
   Attach(a, b, 0);

@@ -19,7 +19,10 @@ Scenarios (the first argument):
              children re-attach elsewhere, it rejoins after SIGCONT;
           d) the master frozen for 15 s: every node reports holdover
              (a node's state reflects its whole path), synchronized again
-             after SIGCONT.
+             after SIGCONT;
+          and placement: the tree forms at its shortest (depth 2 for 7
+          daemons of 2 children each), and is that short again within 45 s
+          of the last fault (leaves pushed deep move up).
   auth    7 daemons sharing a key (--probe_key_file): the tree forms (the
           membership calls carry tags), and calls without a tag, with a
           forged one or a replayed one for another request get
@@ -269,8 +272,15 @@ def expect_invalid(what, method, request, response_type):
     fail(f"{what}: accepted, want INVALID_ARGUMENT")
 
 
+def max_depth():
+    s = statuses()
+    return max(x.depth for x in s.values() if not isinstance(x, grpc.RpcError))
+
+
 def faults():
     start_tree()
+    if max_depth() > 2:
+        fail(f"7 daemons with 2 children each formed a tree of depth {max_depth()}, not 2")
     s = statuses()
     child_of_master = next(n for n in sorted(s) if n != "master" and s[n].depth == 1)
 
@@ -367,6 +377,9 @@ def faults():
     if synced_late:
         fail(f"nodes reported synchronized 4 s and more into the master's outage: {synced_late}")
     wait_for(all_synced(), 45, "every node synchronized after the master thawed")
+    log("== placement: the tree as short as it can be again")
+    wait_for(lambda: (max_depth() <= 2, f"depth {max_depth()}"), 45, "depth 2 again")
+    log("depth 2 again")
 
 
 def expect_unauthenticated(what, method, request, response_type, metadata=None):
