@@ -25,8 +25,10 @@ Scenarios (the first argument):
           of the last fault (leaves pushed deep move up).
   auth    7 daemons sharing a key (--probe_key_file): the tree forms (the
           membership calls carry tags), and calls without a tag, with a
-          forged one or a replayed one for another request get
-          UNAUTHENTICATED; GetStatus needs none.
+          forged one or a malformed one get UNAUTHENTICATED; GetStatus
+          needs none. Then garbage on the master's probe port (truncated,
+          bad magic, unauthenticated requests, a flood over one host's
+          budget): each counted by reason in its status and logged.
 The gRPC calls go through Python's grpcio, a client we did not write, with
 message classes generated from proto/clocksync.proto by protoc.
 
@@ -36,6 +38,7 @@ Usage: fault_test.py SCENARIO BIN_DIR CLUSTER_SCRIPT PROTO WORK_DIR [DURATION_S]
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -424,6 +427,38 @@ def auth():
     if not all_synced()()[0]:
         fail(f"not every node synchronized: {all_synced()()[1]}")
     log("GetStatus without a tag answered; the tree is intact")
+
+    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    master_probe = ("127.0.0.1", PORT)
+    request = bytearray(96)
+    request[0:4] = b"CSPR"
+    request[4] = 1  # version 1
+    request[5] = 1  # a request, without the key's MAC
+    request[8] = 7  # a nonce
+    for _ in range(5):
+        udp.sendto(b"short", master_probe)
+        udp.sendto(b"XXXX" + bytes(92), master_probe)
+        udp.sendto(bytes(request), master_probe)
+    # 10,000 datagrams/s for 0.5 s, paced so that the receive buffer keeps
+    # up: over one host's budget (2,000 at once, 1,000/s).
+    for _ in range(100):
+        for _ in range(50):
+            udp.sendto(b"flood", master_probe)
+        time.sleep(0.005)
+    want = {"truncated", "bad_magic", "unauthenticated", "rate_limited"}
+
+    def counted():
+        drops = dict(status("master").dropped_on_probe_port)
+        return want <= set(drops), drops
+    drops = wait_for(counted, 15, f"drops counted by reason {sorted(want)}")
+    log(f"master counts: {drops}")
+
+    def logged():
+        with open(os.path.join(WORK, "master.log")) as f:
+            lines = [l for l in f if "dropped probes on the probe port" in l]
+        return bool(lines) and all(r in "".join(lines) for r in want), lines[-1:] if lines else ""
+    line = wait_for(logged, 15, "a log line naming each reason")
+    log(f"master log: {line[0].strip()}")
 
 
 def main():
