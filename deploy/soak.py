@@ -122,11 +122,19 @@ def churn(minute):
                 break
         except ChildProcessError:
             pass
-        with open(f"/proc/{pid}/stat") as f:
-            if f.read().split()[2] == "Z":
-                break
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().split()[2] == "Z":
+                    break
+        except FileNotFoundError:
+            break
         time.sleep(0.1)
     time.sleep(1)
+    # A daemon this script restarted earlier is its child: reap it.
+    for proc in CHILDREN:
+        if proc.pid == pid:
+            proc.wait(timeout=5)
+    CHILDREN[:] = [p for p in CHILDREN if p.pid != pid]
     CHILDREN.append(restart(name, argv))
     log(f"churn: {name} {'killed' if action == 'kill' else 'left'} and restarted "
         f"(pid {PIDS[name]})")
