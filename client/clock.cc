@@ -217,6 +217,13 @@ TimeReading Clock::AtSlow(int64_t raw_ns) const noexcept {
   if (!shm::TryReadSection(section_, &v) && !ReadSectionRetrying(&v)) {
     return BusyReading();
   }
+  if (internal::OutOfRange(v, raw_ns)) {
+    // 73 years or more from the mapping (a garbage raw time) or values no
+    // daemon writes: no time can be given.
+    TimeReading reading;
+    reading.error = CLOCKSYNC_EINVAL;
+    return reading;
+  }
   const int64_t age_ns = internal::WrapSub(raw_ns, v.update_raw_ns);
   if (age_ns > stale_limit_ns_) {
     // Nobody has confirmed the mapping since its update: allow the local

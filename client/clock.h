@@ -33,8 +33,12 @@
 //    flag and error CLOCKSYNC_ESTALE;
 //  - not synchronized (state UNSYNCED/UNSPECIFIED): error
 //    CLOCKSYNC_ENOTSYNCED, fields as the daemon published them;
-//  - closed by its writer (CLOCKSYNC_STATUS_CLOSED): a normal reading.
-// In all three cases the slow path also looks at the path (at most once per
+//  - closed by its writer (CLOCKSYNC_STATUS_CLOSED): a normal reading;
+//  - a raw time 2^61 ns (73 years) or more from the mapping's anchor (a
+//    garbage argument to At()), or values no daemon writes (a broken or
+//    hostile writer; internal::OutOfRange): error CLOCKSYNC_EINVAL and no
+//    time (found by client/segment_fuzzer: the arithmetic wrapped).
+// In all these cases the slow path also looks at the path (at most once per
 // recheck_interval_ns): when it names a new file (a restarted daemon), the
 // new segment is validated and mapped in place of the old one (mmap
 // MAP_FIXED at the same address, so concurrent readers never fault; the
@@ -156,6 +160,18 @@ inline int64_t MulHigh(int64_t a, int64_t b) {
 // rounded down plus 1 ns (so at least rounded up). Arithmetic wraps (never
 // undefined) for garbage from a broken writer; the edges saturate at the
 // int64 range. |dt| must stay below 2^61 ns (73 years).
+// Whether Evaluate() could wrap: raw_ns 2^61 ns (73 years) or more from the
+// anchor, or a mapping no writer of ours publishes (|rate_adj| of 25 % or
+// more, an anchor within 2^62 ns of the int64 edges, a negative bound). Within these limits
+// every sum in Evaluate() stays in range and earliest <= global <= latest.
+inline bool OutOfRange(const MappingValues& v, int64_t raw_ns) noexcept {
+  const auto beyond = [](int64_t x, int bits) {
+    return static_cast<uint64_t>(x) + (uint64_t{1} << bits) >= (uint64_t{1} << (bits + 1));
+  };
+  return beyond(WrapSub(raw_ns, v.anchor_raw_ns), 61) | beyond(v.rate_adj_q64, 62) |
+         beyond(v.anchor_global_ns, 62) | (v.bound_at_anchor_ns < 0);
+}
+
 inline TimeReading Evaluate(const MappingValues& v, int64_t raw_ns,
                             int64_t extra_bound_ns) noexcept {
   const uint64_t rate_q64 = static_cast<uint64_t>(v.rate_adj_q64);
@@ -298,7 +314,8 @@ class Clock {
   Clock(const clocksync_shm_mapping* section, const ClockOptions& options,
         std::unique_ptr<Remapper> remapper);
 
-  // Stale, closed, or a state below SYNCED (0 or 1).
+  // Stale, closed, a state below SYNCED (0 or 1), or out of Evaluate()'s
+  // range (internal::OutOfRange).
   // Computed without short-circuit branches: one branch in the caller.
   bool NeedsSlowPath(const MappingValues& v, int64_t raw_ns) const noexcept {
     const bool stale =
@@ -306,7 +323,7 @@ class Clock {
     const bool closed = (v.status & CLOCKSYNC_STATUS_CLOSED) != 0;
     const bool unsynced =
         (v.status & CLOCKSYNC_STATUS_STATE_MASK) < CLOCKSYNC_STATE_SYNCED;
-    return stale | closed | unsynced;
+    return stale | closed | unsynced | internal::OutOfRange(v, raw_ns);
   }
   // Retries a read up to max_read_attempts_ - 1 more times.
   bool ReadSectionRetrying(MappingValues* out) const noexcept;
@@ -327,6 +344,9 @@ class Clock {
     TscValues t;
     if (__builtin_expect(tsc_section_ != nullptr, 1) &&
         __builtin_expect(shm::TryReadTscSection(tsc_section_, &t), 1) &&
+        // An error outside 0..2^40 ns (18 min) is no mapping a daemon
+        // publishes: fall back rather than widen by garbage.
+        __builtin_expect(static_cast<uint64_t>(t.error_ns) < (uint64_t{1} << 40), 1) &&
         __builtin_expect(shm::TscToRaw(t, ReadTsc(), raw_ns), 1)) {
       *error_ns = t.error_ns;
       return true;

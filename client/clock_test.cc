@@ -300,17 +300,33 @@ TEST(ClockMappingTest, BoundGrowsWithDistanceFromTheAnchorBothWays) {
 TEST(ClockMappingTest, HugeBoundSaturatesInsteadOfOverflowing) {
   const std::string path = TempPath("huge_bound.shm");
   ShmPublisher publisher = OpenPublisherAt(path, 0);
-  Mapping mapping = SyncedMapping(0, INT64_MAX - kSecondNs);
+  // The largest anchor the client evaluates (2^62 ns, year 2116), the
+  // largest bound and growth, 2^61 - 1 ns (73 years) after the anchor.
+  const int64_t anchor = (int64_t{1} << 62) - 1;
+  Mapping mapping = SyncedMapping(0, anchor);
   mapping.bound_at_anchor_ns = ShmPublisher::kUnknownBoundNs;
   mapping.bound_growth_ppb = ShmPublisher::kMaxBoundGrowthPpb;
   ASSERT_TRUE(publisher.Publish(mapping).ok());
   ClockOptions options;
   options.stale_limit_ns = int64_t{1} << 62;
   Clock clock = OpenClock(path, options);
-  const TimeReading t = clock.At(100);
-  EXPECT_EQ(t.global_ns, INT64_MAX - kSecondNs + 100);
-  EXPECT_EQ(t.latest_ns, INT64_MAX);
+  TimeReading t = clock.At(100);
+  EXPECT_EQ(t.error, CLOCKSYNC_OK);
+  EXPECT_EQ(t.global_ns, anchor + 100);
   EXPECT_LT(t.earliest_ns, t.global_ns);
+  EXPECT_GT(t.latest_ns, t.global_ns);
+  const int64_t far = (int64_t{1} << 61) - 1;
+  t = clock.At(far);
+  EXPECT_EQ(t.error, CLOCKSYNC_OK);
+  EXPECT_LE(t.earliest_ns, t.global_ns);
+  EXPECT_LE(t.global_ns, t.latest_ns);
+  EXPECT_EQ(t.latest_ns, INT64_MAX);  // Saturated.
+  // 2^61 ns from the anchor, or an anchor past 2^62: no time.
+  EXPECT_EQ(clock.At(far + 1).error, CLOCKSYNC_EINVAL);
+  EXPECT_EQ(clock.At(-far - 2).error, CLOCKSYNC_EINVAL);
+  mapping = SyncedMapping(0, INT64_MAX - kSecondNs);
+  ASSERT_TRUE(publisher.Publish(mapping).ok());
+  EXPECT_EQ(clock.At(100).error, CLOCKSYNC_EINVAL);
 }
 
 TEST(ClockStateTest, NotSyncedUntilTheDaemonPublishesASyncedMapping) {

@@ -4,8 +4,8 @@
 // mutations of them (bit flips, byte changes, cuts, insertions, splices of
 // two seeds), so that every `bazel test` exercises the harness a few
 // thousand times. A crash or a sanitizer report fails the test; the
-// mutation that caused it is printed first (as hex) so it can be kept as a
-// seed. CLOCKSYNC_FUZZ_RUNS sets the number of mutations (default 5000).
+// input that caused it can be kept as a seed (CLOCKSYNC_FUZZ_LAST_INPUT below). CLOCKSYNC_FUZZ_RUNS sets the
+// number of mutations (default 5000).
 
 #include <dirent.h>
 
@@ -44,7 +44,11 @@ std::vector<std::string> ReadCorpus(const std::string& dir) {
   return seeds;
 }
 
+// With CLOCKSYNC_FUZZ_LAST_INPUT=FILE each input is written there before it
+// runs: after a crash, FILE holds the input that caused it.
 void Run(const std::string& input) {
+  static const char* last = std::getenv("CLOCKSYNC_FUZZ_LAST_INPUT");
+  if (last != nullptr) std::ofstream(last, std::ios::binary | std::ios::trunc) << input;
   LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(input.data()), input.size());
 }
 
