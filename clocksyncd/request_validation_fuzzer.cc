@@ -1,0 +1,90 @@
+// clocksyncd/request_validation_fuzzer.cc: hostile gRPC requests as the
+// service sees them. The first byte picks the request type, the rest is
+// parsed as its protobuf and validated (request_validation.h); a Join or
+// Heartbeat the validators accept is then handed to a Membership (as the
+// daemon's agent would), which must stay consistent: no overflow (UBSan
+// and ASan builds), a subtree size within [1, kMaxSubtreeSize].
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+
+#include "clocksyncd/membership_agent.h"
+#include "clocksyncd/request_validation.h"
+#include "membership/membership.h"
+#include "proto/clocksync.pb.h"
+
+namespace {
+
+clocksync::Membership& Node() {
+  static clocksync::Membership* m = [] {
+    clocksync::MembershipConfig config;
+    config.self = {"m", "127.0.0.1:3190", "127.0.0.1:3191"};
+    config.master = true;
+    config.max_children = 3;
+    return new clocksync::Membership(config);
+  }();
+  return *m;
+}
+
+void CheckNode(int64_t now_ns) {
+  const int64_t size = Node().SubtreeSize();
+  if (size < 1 || size > clocksync::Membership::kMaxSubtreeSize ||
+      Node().FreeSlotDepth(now_ns) < 0) {
+    std::fprintf(stderr, "membership inconsistent: subtree %lld\n", static_cast<long long>(size));
+    std::abort();
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size == 0) return 0;
+  static int64_t now_ns = 1'000'000'000;
+  now_ns += 1'000'000;
+  const uint8_t kind = data[0] % 5;
+  ++data;
+  --size;
+  switch (kind) {
+    case 0: {
+      clocksync::JoinRequest r;
+      if (!r.ParseFromArray(data, static_cast<int>(size))) return 0;
+      if (clocksync::ValidateJoinRequest(r).ok()) {
+        (void)Node().HandleJoin(clocksync::FromProto(r), now_ns);
+        CheckNode(now_ns);
+      }
+      break;
+    }
+    case 1: {
+      clocksync::HeartbeatRequest r;
+      if (!r.ParseFromArray(data, static_cast<int>(size))) return 0;
+      if (clocksync::ValidateHeartbeatRequest(r).ok()) {
+        (void)Node().OnChildHeard(r.node_id(), r.subtree_size(), r.rtt_ns(), now_ns,
+                                  r.free_slot_depth());
+        CheckNode(now_ns);
+      }
+      break;
+    }
+    case 2: {
+      clocksync::LeaveRequest r;
+      if (!r.ParseFromArray(data, static_cast<int>(size))) return 0;
+      if (clocksync::ValidateLeaveRequest(r).ok()) (void)Node().HandleLeave(r.node_id());
+      break;
+    }
+    case 3: {
+      clocksync::WatchStatusRequest r;
+      if (r.ParseFromArray(data, static_cast<int>(size))) {
+        (void)clocksync::ValidateWatchRequest(r);
+      }
+      break;
+    }
+    case 4: {
+      clocksync::GetTopologyRequest r;
+      if (r.ParseFromArray(data, static_cast<int>(size))) {
+        (void)clocksync::ValidateTopologyRequest(r);
+      }
+      break;
+    }
+  }
+  return 0;
+}
