@@ -165,11 +165,13 @@ inline int64_t MulHigh(int64_t a, int64_t b) {
 // more, an anchor within 2^62 ns of the int64 edges, a negative bound). Within these limits
 // every sum in Evaluate() stays in range and earliest <= global <= latest.
 inline bool OutOfRange(const MappingValues& v, int64_t raw_ns) noexcept {
-  const auto beyond = [](int64_t x, int bits) {
-    return static_cast<uint64_t>(x) + (uint64_t{1} << bits) >= (uint64_t{1} << (bits + 1));
+  // Nonzero iff |x| >= 2^bits (x = -2^bits excepted); no branches.
+  const auto beyond = [](int64_t x, int bits) -> uint64_t {
+    return (static_cast<uint64_t>(x) + (uint64_t{1} << bits)) >> (bits + 1);
   };
-  return beyond(WrapSub(raw_ns, v.anchor_raw_ns), 61) | beyond(v.rate_adj_q64, 62) |
-         beyond(v.anchor_global_ns, 62) | (v.bound_at_anchor_ns < 0);
+  return (beyond(WrapSub(raw_ns, v.anchor_raw_ns), 61) | beyond(v.rate_adj_q64, 62) |
+          beyond(v.anchor_global_ns, 62) |
+          (static_cast<uint64_t>(v.bound_at_anchor_ns) >> 63)) != 0;
 }
 
 inline TimeReading Evaluate(const MappingValues& v, int64_t raw_ns,
@@ -323,7 +325,8 @@ class Clock {
     const bool closed = (v.status & CLOCKSYNC_STATUS_CLOSED) != 0;
     const bool unsynced =
         (v.status & CLOCKSYNC_STATUS_STATE_MASK) < CLOCKSYNC_STATE_SYNCED;
-    return stale | closed | unsynced | internal::OutOfRange(v, raw_ns);
+    const bool out_of_range = internal::OutOfRange(v, raw_ns);
+    return stale | closed | unsynced | out_of_range;
   }
   // Retries a read up to max_read_attempts_ - 1 more times.
   bool ReadSectionRetrying(MappingValues* out) const noexcept;

@@ -4,8 +4,9 @@
 #   1. bazel test //...                       (all unit, scenario, integration)
 #   2. the same under AddressSanitizer        (--config=asan)
 #   3. concurrent code under ThreadSanitizer  (--config=tsan, tests tagged tsan)
+#   4. every libFuzzer harness for a few seconds  (deploy/fuzz.sh, clang)
 # Exits non-zero when anything fails. Set CLOCKSYNC_SKIP_SANITIZERS=1 to run
-# step 1 only.
+# step 1 only, CLOCKSYNC_SKIP_FUZZ=1 to skip step 4.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 deploy/setup.sh
@@ -28,5 +29,9 @@ if [[ "${CLOCKSYNC_SKIP_SANITIZERS:-0}" != 1 ]]; then
     --run_under="setarch -R" //... ||
     status=$?
   if [[ $status -ne 0 && $status -ne 4 ]]; then exit "$status"; fi
+fi
+if [[ "${CLOCKSYNC_SKIP_SANITIZERS:-0}" != 1 && "${CLOCKSYNC_SKIP_FUZZ:-0}" != 1 ]]; then
+  echo "== deploy/fuzz.sh --seconds=5 (the long run: deploy/fuzz.sh --seconds=600)"
+  deploy/fuzz.sh --seconds=5
 fi
 echo "== all tests passed"
