@@ -31,7 +31,7 @@ if [[ "${CLOCKSYNC_SKIP_SANITIZERS:-0}" != 1 ]]; then
   if [[ $status -ne 0 && $status -ne 4 ]]; then exit "$status"; fi
 fi
 if [[ "${CLOCKSYNC_SKIP_SANITIZERS:-0}" != 1 && "${CLOCKSYNC_SKIP_FUZZ:-0}" != 1 ]]; then
-  echo "== deploy/fuzz.sh --seconds=5 (the long run: deploy/fuzz.sh --seconds=600)"
-  deploy/fuzz.sh --seconds=5
+  echo "== deploy/fuzz.sh --seconds=3 (the long run: deploy/fuzz.sh --seconds=600)"
+  deploy/fuzz.sh --seconds=3
 fi
 echo "== all tests passed"
