@@ -296,6 +296,9 @@ absl::StatusOr<Contents> Parse(absl::string_view text,
     if (line.empty()) continue;
     std::vector<absl::string_view> words =
         absl::StrSplit(line, ' ', absl::SkipEmpty());
+    // Only spaces: a blank line (found by trace/sidecar_fuzzer: words[0]
+    // of nothing).
+    if (words.empty()) continue;
     const absl::string_view type = words[0];
     Fields fields;
     for (size_t w = 1; w < words.size(); ++w) {
