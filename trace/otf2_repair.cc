@@ -147,6 +147,11 @@ EventFileCheck CheckEventFile(const std::string& data, uint64_t chunk_bytes) {
     scan = ScanChunk(absl::string_view(data).substr(start, chunk_bytes));
   }
   if (scan.keep <= kChunkHeaderBytes) return check;  // no whole record
+  // Records up to the chunk's last byte leave no room for the end marker
+  // (a writer always ends a chunk with one): the marker would open a chunk
+  // without a header. Damaged beyond repair (found by
+  // trace/event_file_fuzzer).
+  if (scan.keep >= chunk_bytes) return check;
   check.repaired = data.substr(0, start + scan.keep);
   check.repaired.push_back(static_cast<char>(kEndOfFile));
   return check;
