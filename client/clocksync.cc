@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "client/clock.h"
+#include "clocksync_version.h"
 
 // The handle owns one Clock.
 struct clocksync_handle {
@@ -102,5 +103,7 @@ int clocksync_at(const clocksync_handle* handle, int64_t raw_ns,
 int64_t clocksync_raw_now_ns(void) { return clocksync::Clock::RawNowNs(); }
 
 const char* clocksync_open_error(void) { return open_error.c_str(); }
+
+const char* clocksync_version(void) { return CLOCKSYNC_VERSION; }
 
 }  // extern "C"

@@ -115,6 +115,10 @@ int64_t clocksync_raw_now_ns(void);
  * clocksync_open* on this thread. */
 const char* clocksync_open_error(void);
 
+/* The library's version, "MAJOR.MINOR.PATCH" (CLOCKSYNC_VERSION when it was
+ * built). */
+const char* clocksync_version(void);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

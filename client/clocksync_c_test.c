@@ -130,6 +130,13 @@ int main(void) {
   CHECK(strcmp(clocksync_strerror(12345), "unknown error") == 0);
   CHECK(strcmp(clocksync_strerror(CLOCKSYNC_OK), "success") == 0);
   CHECK_EQ_I64(clocksync_open(missing, NULL), CLOCKSYNC_EINVAL);
+  {
+    /* "MAJOR.MINOR.PATCH", from the file VERSION. */
+    unsigned major = 0, minor = 0, patch = 0;
+    char rest = 0;
+    CHECK(sscanf(clocksync_version(), "%u.%u.%u%c", &major, &minor, &patch,
+                 &rest) == 3);
+  }
 
   const int64_t now_ns = clocksync_raw_now_ns();
   const int64_t anchor_global_ns = 1000 * kSecondNs;

@@ -265,7 +265,7 @@ std::string ConfigHelpText(absl::string_view usage) {
            "comments; deploy/clocksyncd.conf lists every key), read before "
            "the other flags.", 78, "      "),
       "  --help\n      This text (docs/CONFIG.md says the same).\n",
-      "  --version\n      The program's name.\n");
+      "  --version\n      The program's name and version.\n");
   for (const ConfigKey* key : ConfigKeys()) {
     const std::string& section = key->options().GetExtension(config::section);
     if (!section.empty()) absl::StrAppend(&out, "\n", section, ":\n");

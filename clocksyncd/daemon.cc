@@ -18,6 +18,7 @@
 #include "absl/strings/str_join.h"
 
 #include "client/clock.h"
+#include "clocksync_version.h"
 #include "probe/address.h"
 #include "shm/path_lock.h"
 #include "probe/hw_timestamping.h"
@@ -28,7 +29,6 @@
 namespace clocksync {
 namespace {
 
-constexpr char kClocksyncVersion[] = "0.4.0";
 
 clocksync_state ToShmState(hull::SyncState s) {
   switch (s) {
@@ -602,7 +602,7 @@ void Daemon::UpdateSnapshot(int64_t raw_ns) {
   st.set_holdover(published_state_ == CLOCKSYNC_STATE_HOLDOVER);
   st.set_error_bound_ns(published_bound_ns_);
   st.set_uptime_ns(raw_ns - start_raw_ns_);
-  st.set_version(kClocksyncVersion);
+  st.set_version(CLOCKSYNC_VERSION);
   st.set_timestamping(TimestampingSummary());
   for (const auto& [reason, count] : DroppedOnProbePort()) {
     (*st.mutable_dropped_on_probe_port())[reason] = count;

@@ -13,6 +13,7 @@
 #include <vector>
 #include <thread>
 
+#include "clocksync_version.h"
 #include "clocksyncd/config.h"
 #include "clocksyncd/config_schema.h"
 #include "clocksyncd/daemon.h"
@@ -49,7 +50,7 @@ int main(int argc, char** argv) {
       std::cout << clocksync::ConfigHelpText(kUsage);
       return 0;
     case clocksync::CommandLine::Action::kVersion:
-      std::cout << "clocksyncd\n";
+      std::cout << "clocksyncd " CLOCKSYNC_VERSION "\n";
       return 0;
     case clocksync::CommandLine::Action::kRun:
       break;

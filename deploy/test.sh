@@ -2,11 +2,14 @@
 # Installs what the build needs (deploy/setup.sh), then runs every test:
 #   0. tools/layout/check_layout.py           (the dependency rule, file sizes)
 #   1. bazel test //...                       (all unit, scenario, integration)
-#   2. the same under AddressSanitizer        (--config=asan)
+#   2. the same under AddressSanitizer        (--config=asan; not the long
+#      daemon tests tagged no_asan: fault, soak, vs_chrony)
 #   3. concurrent code under ThreadSanitizer  (--config=tsan, tests tagged tsan)
+#   1b. the Debian packages, installed and purged (tests/package_install_test.sh)
 #   4. every libFuzzer harness for a few seconds  (deploy/fuzz.sh, clang)
 # Exits non-zero when anything fails. Set CLOCKSYNC_SKIP_SANITIZERS=1 to run
-# step 1 only, CLOCKSYNC_SKIP_FUZZ=1 to skip step 4.
+# steps 1 and 1b only, CLOCKSYNC_SKIP_FUZZ=1 to skip step 4,
+# CLOCKSYNC_SKIP_PACKAGE_TEST=1 to skip step 1b.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 deploy/setup.sh
@@ -17,9 +20,15 @@ python3 tools/layout/check_layout.py
 echo "== bazel test //..."
 bazel test //...
 
+# Right after the plain build: the packages reuse its outputs.
+if [[ "${CLOCKSYNC_SKIP_PACKAGE_TEST:-0}" != 1 ]]; then
+  echo "== tests/package_install_test.sh (packages: build, lintian, install, use, purge)"
+  tests/package_install_test.sh
+fi
+
 if [[ "${CLOCKSYNC_SKIP_SANITIZERS:-0}" != 1 ]]; then
-  echo "== bazel test --config=asan //..."
-  bazel test --config=asan //...
+  echo "== bazel test --config=asan //... (but the tests tagged no_asan: minutes of daemons)"
+  bazel test --config=asan --test_tag_filters=-no_asan //...
   echo "== bazel test --config=tsan (tests tagged tsan)"
   # tsan's shadow memory needs the classic address-space layout on kernels
   # with high mmap randomization.

@@ -211,7 +211,10 @@ typedef struct clocksync_shm {
   clocksync_shm_tsc tsc;
 } clocksync_shm;
 
-#ifdef __cplusplus
+/* The C++ helpers below (the writer's and the reader's seqlock access) need
+ * C++20 (std::atomic_ref); C++ programs of older standards that include
+ * this header through clocksync.h see the C declarations only. */
+#if defined(__cplusplus) && __cplusplus >= 202002L
 
 static_assert(sizeof(clocksync_shm_header) == 64, "header is one cache line");
 static_assert(sizeof(clocksync_shm_mapping) == 64, "mapping is one cache line");
@@ -433,6 +436,6 @@ inline void CpuRelax() noexcept {
 }  // namespace shm
 }  // namespace clocksync
 
-#endif /* __cplusplus */
+#endif /* __cplusplus >= 202002L */
 
 #endif /* CLOCKSYNC_SHM_SHM_LAYOUT_H_ */
