@@ -298,6 +298,7 @@ absl::StatusOr<DaemonConfig> ValidateConfig(const ConfigProto& c,
   d.listen = c.listen();
   d.grpc_listen = c.grpc_listen();
   d.admin_socket = c.admin_socket();
+  d.metrics_listen = c.metrics_listen();
   d.shm_path = c.shm_path();
   d.status_file = c.status_file();
   d.probe_interval_ns = ns["probe_interval"];
@@ -366,6 +367,14 @@ absl::StatusOr<DaemonConfig> ValidateConfig(const ConfigProto& c,
       valid = probe::ValidateHostPort("grpc_listen", d.grpc_listen, /*allow_port_zero=*/true);
       if (!valid.ok()) {
         return bad("grpc_listen", absl::StripPrefix(valid.message(), "grpc_listen: "));
+      }
+    }
+    if (!d.metrics_listen.empty()) {
+      valid = probe::ValidateHostPort("metrics_listen", d.metrics_listen,
+                                      /*allow_port_zero=*/true);
+      if (!valid.ok()) {
+        return bad("metrics_listen",
+                   absl::StripPrefix(valid.message(), "metrics_listen: "));
       }
     }
   }
