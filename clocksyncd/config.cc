@@ -376,6 +376,22 @@ absl::StatusOr<DaemonConfig> ValidateConfig(const ConfigProto& c,
         return bad("metrics_listen",
                    absl::StripPrefix(valid.message(), "metrics_listen: "));
       }
+      // The gRPC port is the one a mistake takes (and its error would
+      // then blame grpc_listen): say so here.
+      const absl::StatusOr<probe::HostPort> metrics =
+          probe::ParseHostPort("", d.metrics_listen, {.allow_port_zero = true});
+      const absl::StatusOr<probe::HostPort> grpc =
+          probe::ParseHostPort("", d.grpc_listen, {.allow_port_zero = true});
+      const auto wildcard = [](const std::string& host) {
+        return host == "0.0.0.0" || host == "::";
+      };
+      if (grpc.ok() && metrics->port != 0 && metrics->port == grpc->port &&
+          (metrics->host == grpc->host || wildcard(metrics->host) ||
+           wildcard(grpc->host))) {
+        return bad("metrics_listen",
+                   absl::StrCat("must not share grpc_listen's port (",
+                                d.grpc_listen, ")", got("metrics_listen")));
+      }
     }
   }
   for (const std::string& seed : d.join) {

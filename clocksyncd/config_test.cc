@@ -102,6 +102,11 @@ TEST(ConfigTest, FlagsAsScriptsWriteThem) {
   EXPECT_EQ(c->join, (std::vector<std::string>{"127.0.0.1:32100", "127.0.0.1:32101"}));
   EXPECT_EQ(c->max_children, 3);
   EXPECT_EQ(c->metrics_listen, "[::1]:9100");
+  // Another host on the gRPC port, or port 0 on both, is fine.
+  EXPECT_TRUE(Load({"--master", "--grpc_listen=127.0.0.1:0",
+                    "--metrics_listen=127.0.0.1:0"}).ok());
+  EXPECT_TRUE(Load({"--master", "--grpc_listen=127.0.0.1:9000",
+                    "--metrics_listen=127.0.0.2:9000"}).ok());
   EXPECT_EQ(c->probe_interval_ns, 20'000'000);
   EXPECT_EQ(c->estimator.base.window_ns, 90'000'000'000);
   EXPECT_TRUE(c->enable_test_features);
@@ -293,6 +298,11 @@ TEST(ConfigTest, EveryValidationErrorNamesItsFlag) {
        "bad flag --metrics_listen: missing ':port' (want HOST:PORT), got \"9100\""},
       {{"--master", "--metrics_listen=h:65536"},
        "bad flag --metrics_listen: port must be 0..65535"},
+      {{"--master", "--metrics_listen=127.0.0.1:3191"},
+       "bad flag --metrics_listen: must not share grpc_listen's port "
+       "(0.0.0.0:3191), got \"127.0.0.1:3191\""},
+      {{"--master", "--grpc_listen=[::1]:9000", "--metrics_listen=[::1]:9000"},
+       "bad flag --metrics_listen: must not share grpc_listen's port"},
       {{"--master", "--window=-1s"}, "bad flag --window: must be > 0, got \"-1s\""},
       {{"--node_id=n", "--parent=a:1", "--parent_grpc=a:99999"},
        "bad flag --parent_grpc: "},

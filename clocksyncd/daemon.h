@@ -13,7 +13,8 @@
 //
 // Threads: the responder serves in its own thread; the sync loop runs in the
 // caller's. They share only the published mapping (through shared memory,
-// read back with the client library) and atomics.
+// read back with the client library) and atomics. The gRPC service and the
+// metrics endpoint read a status snapshot under its mutex.
 
 #ifndef CLOCKSYNC_CLOCKSYNCD_DAEMON_H_
 #define CLOCKSYNC_CLOCKSYNCD_DAEMON_H_

@@ -50,7 +50,8 @@ namespace clocksync::metrics {
 struct HttpServerOptions {
   // Open connections at once; one more is answered 503 and closed.
   int max_connections = 16;
-  // Request line and header fields together (Prometheus sends ~300 bytes).
+  // Request line and header fields together, > 0 (Prometheus sends ~300
+  // bytes).
   size_t max_request_head_bytes = 8192;
   // From accept to the end of the request head.
   absl::Duration read_timeout = absl::Seconds(5);
