@@ -14,7 +14,6 @@
 #include "absl/strings/string_view.h"
 
 namespace clocksync::metrics {
-
 namespace {
 
 // State SYNCED or RECOVERING: a valid estimate fed by recent samples (the
