@@ -298,6 +298,7 @@ absl::StatusOr<DaemonConfig> ValidateConfig(const ConfigProto& c,
   d.listen = c.listen();
   d.grpc_listen = c.grpc_listen();
   d.admin_socket = c.admin_socket();
+  d.metrics_listen = c.metrics_listen();
   d.shm_path = c.shm_path();
   d.status_file = c.status_file();
   d.probe_interval_ns = ns["probe_interval"];
@@ -366,6 +367,30 @@ absl::StatusOr<DaemonConfig> ValidateConfig(const ConfigProto& c,
       valid = probe::ValidateHostPort("grpc_listen", d.grpc_listen, /*allow_port_zero=*/true);
       if (!valid.ok()) {
         return bad("grpc_listen", absl::StripPrefix(valid.message(), "grpc_listen: "));
+      }
+    }
+    if (!d.metrics_listen.empty()) {
+      valid = probe::ValidateHostPort("metrics_listen", d.metrics_listen,
+                                      /*allow_port_zero=*/true);
+      if (!valid.ok()) {
+        return bad("metrics_listen",
+                   absl::StripPrefix(valid.message(), "metrics_listen: "));
+      }
+      // The gRPC port is the one a mistake takes (and its error would
+      // then blame grpc_listen): say so here.
+      const absl::StatusOr<probe::HostPort> metrics =
+          probe::ParseHostPort("", d.metrics_listen, {.allow_port_zero = true});
+      const absl::StatusOr<probe::HostPort> grpc =
+          probe::ParseHostPort("", d.grpc_listen, {.allow_port_zero = true});
+      const auto wildcard = [](const std::string& host) {
+        return host == "0.0.0.0" || host == "::";
+      };
+      if (grpc.ok() && metrics->port != 0 && metrics->port == grpc->port &&
+          (metrics->host == grpc->host || wildcard(metrics->host) ||
+           wildcard(grpc->host))) {
+        return bad("metrics_listen",
+                   absl::StrCat("must not share grpc_listen's port (",
+                                d.grpc_listen, ")", got("metrics_listen")));
       }
     }
   }

@@ -44,7 +44,7 @@ std::string WriteFile(const std::string& name, const std::string& text) {
 }
 
 TEST(ConfigSchemaTest, EveryKeyIsDocumentedAndEveryRangeParses) {
-  ASSERT_EQ(ConfigKeys().size(), 34u);
+  ASSERT_EQ(ConfigKeys().size(), 35u);
   for (const ConfigKey* key : ConfigKeys()) {
     EXPECT_FALSE(key->options().GetExtension(config::doc).empty()) << key->name();
     const absl::StatusOr<std::optional<ValueRange>> range = RangeOf(key);
@@ -68,6 +68,7 @@ TEST(ConfigTest, DefaultsAreTheDocumentedOnes) {
   EXPECT_EQ(c->listen, "0.0.0.0:3190");
   EXPECT_EQ(c->grpc_listen, "0.0.0.0:3191");
   EXPECT_EQ(c->admin_socket, "");
+  EXPECT_EQ(c->metrics_listen, "");  // Off unless asked for.
   EXPECT_EQ(c->shm_path, CLOCKSYNC_DEFAULT_SHM_PATH);
   EXPECT_EQ(c->status_file, "");
   EXPECT_EQ(c->probe_interval_ns, 100'000'000);
@@ -92,6 +93,7 @@ TEST(ConfigTest, FlagsAsScriptsWriteThem) {
       {"--node_id=n1", "--join=127.0.0.1:32100,127.0.0.1:32101",
        "--max_children=3", "--listen=127.0.0.1:32001", "--shm_path=/tmp/n1.shm",
        "--grpc_listen=127.0.0.1:32101", "--status_file=/tmp/n1.status",
+       "--metrics_listen=[::1]:9100",
        "--probe_interval=20ms", "--window=1.5m", "--enable_test_features",
        "--clock_model=offset=10ms,frequency_ppm=-40,wander=1,seed=1",
        "--inject_delay=min=20us,mean=10us"});
@@ -99,6 +101,12 @@ TEST(ConfigTest, FlagsAsScriptsWriteThem) {
   EXPECT_EQ(c->node_id, "n1");
   EXPECT_EQ(c->join, (std::vector<std::string>{"127.0.0.1:32100", "127.0.0.1:32101"}));
   EXPECT_EQ(c->max_children, 3);
+  EXPECT_EQ(c->metrics_listen, "[::1]:9100");
+  // Another host on the gRPC port, or port 0 on both, is fine.
+  EXPECT_TRUE(Load({"--master", "--grpc_listen=127.0.0.1:0",
+                    "--metrics_listen=127.0.0.1:0"}).ok());
+  EXPECT_TRUE(Load({"--master", "--grpc_listen=127.0.0.1:9000",
+                    "--metrics_listen=127.0.0.2:9000"}).ok());
   EXPECT_EQ(c->probe_interval_ns, 20'000'000);
   EXPECT_EQ(c->estimator.base.window_ns, 90'000'000'000);
   EXPECT_TRUE(c->enable_test_features);
@@ -286,6 +294,15 @@ TEST(ConfigTest, EveryValidationErrorNamesItsFlag) {
       {{"--master", "--listen=nohost"}, "bad flag --listen: missing ':port'"},
       {{"--node_id=n", "--parent=bad"}, "bad flag --parent: missing ':port'"},
       {{"--master", "--grpc_listen=h:99999"}, "bad flag --grpc_listen: "},
+      {{"--master", "--metrics_listen=9100"},
+       "bad flag --metrics_listen: missing ':port' (want HOST:PORT), got \"9100\""},
+      {{"--master", "--metrics_listen=h:65536"},
+       "bad flag --metrics_listen: port must be 0..65535"},
+      {{"--master", "--metrics_listen=127.0.0.1:3191"},
+       "bad flag --metrics_listen: must not share grpc_listen's port "
+       "(0.0.0.0:3191), got \"127.0.0.1:3191\""},
+      {{"--master", "--grpc_listen=[::1]:9000", "--metrics_listen=[::1]:9000"},
+       "bad flag --metrics_listen: must not share grpc_listen's port"},
       {{"--master", "--window=-1s"}, "bad flag --window: must be > 0, got \"-1s\""},
       {{"--node_id=n", "--parent=a:1", "--parent_grpc=a:99999"},
        "bad flag --parent_grpc: "},

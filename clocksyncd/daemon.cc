@@ -274,6 +274,10 @@ absl::Status Daemon::Start() {
                                                   " state=starting\n");
     if (!writable.ok()) return failed("status_file", config_.status_file, writable);
   }
+  if (!config_.metrics_listen.empty()) {
+    const absl::Status served = StartMetricsServer();
+    if (!served.ok()) return failed("metrics_listen", config_.metrics_listen, served);
+  }
   if (!config_.grpc_listen.empty()) {
     // gRPC would log three lines of its own before failing: say it first.
     const absl::Status free = CheckTcpListenAddressFree(config_.grpc_listen);
@@ -714,6 +718,7 @@ void Daemon::WriteStatus(int64_t raw_ns) {
 void Daemon::Shutdown() {
   if (leave_thread_.joinable()) leave_thread_.join();
   if (agent_) agent_->Stop();
+  metrics_server_.reset();
   if (status_server_) {
     status_server_->Shutdown(absl::Now() + absl::Seconds(1));
     status_server_.reset();

@@ -13,7 +13,8 @@
 //
 // Threads: the responder serves in its own thread; the sync loop runs in the
 // caller's. They share only the published mapping (through shared memory,
-// read back with the client library) and atomics.
+// read back with the client library) and atomics. The gRPC service and the
+// metrics endpoint read a status snapshot under its mutex.
 
 #ifndef CLOCKSYNC_CLOCKSYNCD_DAEMON_H_
 #define CLOCKSYNC_CLOCKSYNCD_DAEMON_H_
@@ -33,6 +34,7 @@
 #include "clocksyncd/mapping_slewer.h"
 #include "client/clock.h"
 #include "clocksyncd/membership_agent.h"
+#include "metrics/http_server.h"
 #include "probe/delay_injection.h"
 #include "probe/requester.h"
 #include "probe/responder.h"
@@ -79,6 +81,8 @@ struct DaemonConfig {
   std::string grpc_listen;
   // Optional Unix socket for the same service (admin RPCs).
   std::string admin_socket;
+  // Prometheus metrics over HTTP (GET /metrics); empty = none.
+  std::string metrics_listen;
   std::string shm_path;
   std::string status_file;               // Optional key=value status, 1 Hz.
   int64_t probe_interval_ns = 0;
@@ -189,6 +193,9 @@ class Daemon {
   std::string AdvertisedAddress(const std::string& listen, int port) const;
   std::unique_ptr<View> view_;
   std::unique_ptr<StatusServer> status_server_;
+  // GET /metrics (metrics_listen), served from snapshot_ in its own thread.
+  absl::Status StartMetricsServer();
+  std::unique_ptr<metrics::HttpServer> metrics_server_;
   // What the gRPC threads read: a copy refreshed by the sync loop.
   mutable std::mutex snapshot_mu_;
   NodeStatus snapshot_;

@@ -1,17 +1,21 @@
 // clocksyncd/daemon_diagnostics.cc: what the daemon says about its probes
 // beside synchronizing: drop counts by reason (status and log), how its
-// timestamps are taken, the sample log, and the TSC mapping it publishes
-// (see clocksyncd/daemon.h).
+// timestamps are taken, the sample log, the TSC mapping it publishes, and
+// its metrics endpoint (see clocksyncd/daemon.h).
 
 #include <cerrno>
 #include <cstdio>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "clocksyncd/daemon.h"
+#include "metrics/exposition.h"
+#include "probe/address.h"
 #include "probe/raw_clock.h"
 #include "spdlog/spdlog.h"
 
@@ -184,5 +188,32 @@ void Daemon::LogSample(const probe::ProbeResult& reply, bool accepted) {
   std::fflush(sample_log_);
 }
 
+
+absl::Status Daemon::StartMetricsServer() {
+  // The page is the snapshot the gRPC service serves too (refreshed every
+  // 100 ms by the sync loop), formatted as `clocksyncctl metrics` does.
+  UpdateSnapshot(probe::RawNowNs());
+  metrics::HttpServerOptions options;
+  options.log_name = "metrics endpoint " + config_.metrics_listen;
+  metrics::HttpPage page;
+  page.content_type = metrics::kExpositionContentType;
+  page.body = [this] {
+    NodeStatus status;
+    {
+      std::lock_guard<std::mutex> lock(snapshot_mu_);
+      status = snapshot_;
+    }
+    return metrics::FormatNodeMetrics(status);
+  };
+  metrics_server_ = std::make_unique<metrics::HttpServer>(
+      std::move(options),
+      std::map<std::string, metrics::HttpPage>{{"/metrics", std::move(page)}});
+  const absl::Status started = metrics_server_->Start(config_.metrics_listen);
+  if (!started.ok()) return started;
+  spdlog::info("{}: metrics on http://{}/metrics", config_.node_id,
+               probe::JoinHostPort(probe::HostOf(config_.metrics_listen),
+                                   metrics_server_->port()));
+  return absl::OkStatus();
+}
 
 }  // namespace clocksync

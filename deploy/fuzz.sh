@@ -34,13 +34,15 @@ declare -A package=(
   [segment_fuzzer]=client
   [config_fuzzer]=clocksyncd
   [request_validation_fuzzer]=clocksyncd
+  [http_request_fuzzer]=metrics
   [sidecar_fuzzer]=trace
   [event_file_fuzzer]=trace
   [postmortem_csv_fuzzer]=tools/postmortem
   [replay_fuzzer]=tools/replay
 )
 ((${#names[@]})) || names=(packet_fuzzer segment_fuzzer config_fuzzer request_validation_fuzzer
-                           sidecar_fuzzer event_file_fuzzer postmortem_csv_fuzzer replay_fuzzer)
+                           http_request_fuzzer sidecar_fuzzer event_file_fuzzer
+                           postmortem_csv_fuzzer replay_fuzzer)
 targets=()
 for n in "${names[@]}"; do
   [[ -n "${package[$n]:-}" ]] || { echo "fuzz.sh: no harness '$n' (known: ${!package[*]})" >&2; exit 2; }

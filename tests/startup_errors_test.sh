@@ -37,6 +37,8 @@ expect 2 '^clocksyncd: bad flag --listen: .*got "nohost"$' --master --listen=noh
 expect 2 '^clocksyncd: bad flag --parent: .*got "bad"$' --node_id=n --parent=bad "${common[@]}"
 expect 2 '^clocksyncd: bad flag --window: must be > 0, got "-1s"$' --master --window=-1s "${common[@]}"
 expect 2 '^clocksyncd: bad flag --grpc_listen: ' --master --grpc_listen=127.0.0.1:99999 "${common[@]}"
+expect 2 '^clocksyncd: bad flag --metrics_listen: .*got "nohost"$' --master --metrics_listen=nohost \
+  --grpc_listen=127.0.0.1:0 "${common[@]}"
 expect 1 '^clocksyncd: cannot start: --status_file=/sys/x: ' --master --status_file=/sys/x \
   --grpc_listen=127.0.0.1:0 "${common[@]}"
 
@@ -48,6 +50,9 @@ trap 'kill -KILL $first 2>/dev/null || true' EXIT
 for _ in $(seq 50); do [[ -e "$work/first.shm" ]] && break; sleep 0.1; done
 expect 1 "^clocksyncd: cannot start: --grpc_listen=127.0.0.1:$((port + 1)): address already in use" \
   --master --listen=127.0.0.1:0 --grpc_listen="127.0.0.1:$((port + 1))" --shm_path="$work/b.shm"
+expect 1 "^clocksyncd: cannot start: --metrics_listen=127.0.0.1:$((port + 1)): address already in use" \
+  --master --listen=127.0.0.1:0 --grpc_listen=127.0.0.1:0 --metrics_listen="127.0.0.1:$((port + 1))" \
+  --shm_path="$work/d.shm"
 expect 1 "^clocksyncd: cannot start: --listen=127.0.0.1:$port: " \
   --master --listen="127.0.0.1:$port" --grpc_listen=127.0.0.1:0 --shm_path="$work/c.shm"
 kill -TERM $first; wait $first || true

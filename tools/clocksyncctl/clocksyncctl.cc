@@ -8,7 +8,8 @@
 //
 // main() checks the flags (absl's parser would exit 1 on a bad one; usage
 // errors are 2 here), makes the channel and runs one command; what is
-// printed and the exit codes come from clocksyncd/ctl_format.h.
+// printed and the exit codes come from tools/clocksyncctl/ctl_format.h, the
+// metrics from metrics/exposition.h (the daemon serves the same).
 #include <atomic>
 #include <cstdint>
 #include <iostream>
@@ -30,6 +31,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "tools/clocksyncctl/ctl_format.h"
+#include "metrics/exposition.h"
 #include "probe/address.h"
 #include "proto/limits.h"
 #include "grpcpp/grpcpp.h"
@@ -257,7 +259,7 @@ int RunMetrics(Clocksync::Stub& stub, const Options& o) {
       return Fail(failure);
     }
   }
-  std::cout << FormatMetrics(topology);
+  std::cout << metrics::FormatMetrics(topology);
   return kExitOk;
 }
 

@@ -100,20 +100,6 @@ std::string FormatSourcesText(const NodeStatus& status);
 // "children_count"} on one line.
 std::string FormatSourcesJson(const NodeStatus& status);
 
-// `metrics`: the Prometheus text exposition format (version 0.0.4) of the
-// nodes of `topology` (one for `metrics` alone, the subtree with --tree),
-// each sample labelled node="<node_id>": for a scraper, or node_exporter's
-// textfile collector. Gauges clocksync_up (0: unreachable, its other
-// metrics absent), clocksync_synchronized, clocksync_holdover,
-// clocksync_state{state}, clocksync_depth, clocksync_error_bound_ns,
-// clocksync_offset_to_parent_ns, clocksync_drift_ppb,
-// clocksync_min_round_trip_ns, clocksync_samples_in_window,
-// clocksync_hull_vertices{hull}, clocksync_children,
-// clocksync_last_answer_age_seconds, clocksync_uptime_seconds,
-// clocksync_info{role,parent,version}; counters clocksync_probes_total
-// {result=sent|answered|lost|rejected} and clocksync_inconsistencies_total.
-std::string FormatMetrics(const Topology& topology);
-
 }  // namespace clocksync::ctl
 
 #endif  // CLOCKSYNC_TOOLS_CLOCKSYNCCTL_CTL_FORMAT_H_

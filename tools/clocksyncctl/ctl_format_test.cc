@@ -3,15 +3,12 @@
 // the health verdict at and around the bound, for every state.
 #include "tools/clocksyncctl/ctl_format.h"
 
-#include <cstdlib>
-#include <fstream>
-#include <iterator>
 #include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "clocksyncd/status_service_testing.h"
@@ -20,6 +17,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
+#include "metrics/exposition.h"
 
 namespace clocksync::ctl {
 namespace {
@@ -362,101 +360,20 @@ TEST(TreeTest, MalformedParentsStillPrintEachNodeOnce) {
 
 // --- sources ------------------------------------------------------------
 
-// The Prometheus text format: every family's HELP and TYPE once and before
-// its samples, every sample `name{labels} value` with a known family, each
-// series once; an unreachable node has only clocksync_up 0.
-// Prometheus' own linter (Debian's promtool, installed by deploy/setup.sh)
-// accepts the output: base units, counters ending in _total, no noise.
-TEST(MetricsTest, PromtoolFindsNothingToLint) {
-  const std::string path =
-      std::string(std::getenv("TEST_TMPDIR")) + "/metrics.prom";
-  {
-    std::ofstream file(path);
-    file << FormatMetrics(SampleTopology());
+// The metrics' clocksync_synchronized (metrics/exposition.h) is the same
+// test as `status`'s, in every state.
+TEST(MetricsTest, SynchronizedAgreesWithStatus) {
+  for (const SyncState state :
+       {SYNC_STATE_UNSPECIFIED, SYNC_STATE_UNSYNCED, SYNC_STATE_SYNCED,
+        SYNC_STATE_RECOVERING, SYNC_STATE_HOLDOVER}) {
+    NodeStatus status = SampleNodeStatus("n1");
+    status.set_state(state);
+    const std::string want = absl::StrCat(
+        "clocksync_synchronized{node=\"n1\"} ", IsSynchronized(status) ? 1 : 0,
+        "\n");
+    EXPECT_THAT(metrics::FormatNodeMetrics(status), HasSubstr(want))
+        << SyncState_Name(state);
   }
-  ASSERT_EQ(std::system("command -v promtool >/dev/null"), 0)
-      << "promtool missing: run deploy/setup.sh";
-  const std::string lint = path + ".lint";
-  const int status = std::system(
-      ("promtool check metrics <" + path + " >" + lint + " 2>&1").c_str());
-  std::ifstream in(lint);
-  const std::string report((std::istreambuf_iterator<char>(in)),
-                           std::istreambuf_iterator<char>());
-  EXPECT_EQ(status, 0) << report;
-  EXPECT_EQ(report, "") << report;
-}
-
-TEST(MetricsTest, SecondsAreWrittenExactly) {
-  Topology topology;
-  NodeStatus* node = topology.add_nodes()->mutable_status();
-  *node = SampleNodeStatus("n1");
-  node->set_uptime_ns(12'345'678'900);
-  node->set_error_bound_ns(-1);
-  const std::string text = FormatMetrics(topology);
-  EXPECT_THAT(text, HasSubstr("clocksync_uptime_seconds{node=\"n1\"} 12.3456789\n"));
-  EXPECT_THAT(text,
-              HasSubstr("clocksync_error_bound_seconds{node=\"n1\"} -0.000000001\n"));
-}
-
-TEST(MetricsTest, ExpositionFormatWithEverySeriesOnce) {
-  Topology topology = SampleTopology();
-  topology.mutable_nodes(2)->mutable_status()->set_holdover(true);
-  // A node id that needs escaping, and a node listed twice.
-  NodeStatus odd = SampleNodeStatus("we\"ird\\id");
-  odd.set_depth(2);
-  *topology.add_nodes()->mutable_status() = odd;
-  *topology.add_nodes() = topology.nodes(1);
-  const std::string text = FormatMetrics(topology);
-
-  absl::flat_hash_map<std::string, std::string> type_of;
-  absl::flat_hash_map<std::string, int> series;
-  absl::flat_hash_map<std::string, double> value_of;
-  std::string family;
-  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
-    if (absl::StartsWith(line, "# HELP ")) {
-      std::vector<std::string> words = absl::StrSplit(line, ' ');
-      family = words[2];
-      EXPECT_FALSE(type_of.contains(family)) << "HELP twice: " << family;
-      continue;
-    }
-    if (absl::StartsWith(line, "# TYPE ")) {
-      std::vector<std::string> words = absl::StrSplit(line, ' ');
-      ASSERT_EQ(words.size(), 4u) << line;
-      EXPECT_EQ(words[2], family) << line;
-      EXPECT_TRUE(words[3] == "gauge" || words[3] == "counter") << line;
-      type_of[words[2]] = words[3];
-      continue;
-    }
-    const size_t brace = line.find('{');
-    const size_t close = line.rfind("} ");
-    ASSERT_NE(brace, absl::string_view::npos) << line;
-    ASSERT_NE(close, absl::string_view::npos) << line;
-    const std::string name(line.substr(0, brace));
-    EXPECT_EQ(name, family) << "sample outside its family: " << line;
-    EXPECT_TRUE(absl::StartsWith(line.substr(brace), "{node=\"")) << line;
-    double value = 0;
-    EXPECT_TRUE(absl::SimpleAtod(line.substr(close + 2), &value)) << line;
-    const std::string key(line.substr(0, close + 1));
-    EXPECT_EQ(++series[key], 1) << "series twice: " << key;
-    value_of[key] = value;
-  }
-  EXPECT_EQ(type_of["clocksync_probes_total"], "counter");
-  EXPECT_EQ(type_of["clocksync_error_bound_seconds"], "gauge");
-  EXPECT_EQ(value_of["clocksync_up{node=\"a\"}"], 1);
-  EXPECT_EQ(value_of["clocksync_up{node=\"d\"}"], 0);
-  EXPECT_FALSE(value_of.contains("clocksync_depth{node=\"d\"}"));
-  EXPECT_EQ(value_of["clocksync_error_bound_seconds{node=\"c-long-name\"}"],
-            0.0125);
-  EXPECT_EQ(value_of["clocksync_holdover{node=\"c-long-name\"}"], 1);
-  EXPECT_EQ(value_of["clocksync_state{node=\"c-long-name\",state=\"holdover\"}"],
-            1);
-  EXPECT_EQ(value_of["clocksync_state{node=\"c-long-name\",state=\"synced\"}"],
-            0);
-  EXPECT_DOUBLE_EQ(value_of["clocksync_drift_ratio{node=\"c-long-name\"}"],
-                   -3.5e-9);
-  EXPECT_EQ(value_of["clocksync_synchronized{node=\"b\"}"], 1);
-  EXPECT_EQ(value_of["clocksync_depth{node=\"we\\\"ird\\\\id\"}"], 2);
-  EXPECT_EQ(series["clocksync_up{node=\"b\"}"], 1);  // listed twice, once here
 }
 
 TEST(SourcesTest, NearestFirst) {
