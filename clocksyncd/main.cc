@@ -72,9 +72,8 @@ void Reload(const std::vector<std::string>& args,
     const absl::Status applied = daemon.Reload(plan->daemon_config, plan->probe_keys);
     if (applied.ok()) {
       *running = plan->config;
-      spdlog::info("reload: done{}", plan->changes.empty()
-                                         ? " (no key changed; the probe keys were read again)"
-                                         : "");
+      spdlog::info("reload: done{}",
+                   plan->changes.empty() ? " (no configuration key changed)" : "");
     } else {
       spdlog::error("reload not applied, running on as before: {}",
                     std::string(applied.message()));
