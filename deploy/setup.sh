@@ -15,6 +15,7 @@ PACKAGES=(
   iptables python3-grpcio python3-protobuf  # fault tests: loss, a gRPC client of our own
   prometheus   # promtool: the metrics lint test (the server is not needed)
   chrony       # the peer deploy/vs_chrony.sh measures us against (run with -x)
+  systemd      # systemd-analyze: //deploy:unit_files_test (verify, security)
 )
 
 die() { echo "setup.sh: $*" >&2; exit 1; }
