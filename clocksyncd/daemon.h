@@ -149,8 +149,10 @@ class Daemon {
   // log_interval, the slewer's, holdover_after, probe_key_file) and `keys`
   // (those of its probe_key_file, read by the caller) at the sync loop's
   // next pass, and returns once it has: OK, or why nothing was applied (a
-  // status_file that cannot be written). Other fields of `config` are
-  // ignored. Safe from any thread but the loop's, during Run().
+  // status_file that cannot be written; Cancelled once Run() has left its
+  // loop; DeadlineExceeded when the loop did not pass within 5 s, and then
+  // it applies it when it does). Other fields of `config` are ignored.
+  // Safe from any thread but the loop's.
   absl::Status Reload(const DaemonConfig& config,
                       const std::optional<probe::ProbeKeys>& keys);
 
