@@ -270,8 +270,8 @@ absl::Status Daemon::Start() {
   if (!config_.status_file.empty()) {
     // Written every second from now on: a path that cannot be written is
     // a start-up error, not a silent loss.
-    const absl::Status writable = WriteStatusFile("node_id=" + config_.node_id +
-                                                  " state=starting\n");
+    const absl::Status writable = WriteStatusFile(
+        config_.status_file, "node_id=" + config_.node_id + " state=starting\n");
     if (!writable.ok()) return failed("status_file", config_.status_file, writable);
   }
   if (!config_.metrics_listen.empty()) {
@@ -426,6 +426,16 @@ void Daemon::Run() {
   } else {
     RunNode();
   }
+  {
+    // A reload handed over too late is not applied: say so.
+    std::lock_guard<std::mutex> lock(reload_mu_);
+    loop_ended_ = true;
+    if (pending_reload_) {
+      pending_reload_.reset();
+      reload_result_ = absl::CancelledError("the daemon is stopping");
+      reload_done_.notify_all();
+    }
+  }
   Shutdown();
 }
 
@@ -435,8 +445,9 @@ void Daemon::RunMaster() {
     PublishMaster(raw);
     MaybeUpdateTsc(raw);
     WriteStatus(raw);
+    FinishPass(raw);
     std::this_thread::sleep_for(std::chrono::nanoseconds(
-        std::min<int64_t>(config_.probe_interval_ns, 50'000'000)));
+        WaitNs(raw, std::min<int64_t>(config_.probe_interval_ns, 50'000'000))));
   }
 }
 
@@ -481,10 +492,11 @@ void Daemon::RunNode() {
     const int64_t now = probe::RawNowNs();
     if (!requester_) {
       // Not attached yet: nothing to probe.
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      std::this_thread::sleep_for(std::chrono::nanoseconds(WaitNs(now, 20'000'000)));
       PublishNode(now);
       MaybeUpdateTsc(now);
       WriteStatus(now);
+      FinishPass(now);
       continue;
     }
     if (now >= next_probe) {
@@ -497,8 +509,11 @@ void Daemon::RunNode() {
       next_probe = now + static_cast<int64_t>(config_.probe_interval_ns *
                                               (1 + jitter(rng)));
     }
+    // Woken at least every 100 ms (and by each watchdog ping due) however
+    // rarely it probes.
     const int timeout_ms = static_cast<int>(
-        std::clamp<int64_t>((next_probe - now) / 1'000'000, 0, 100));
+        WaitNs(now, std::clamp<int64_t>(next_probe - now, 0, 100'000'000)) /
+        1'000'000);
     const absl::StatusOr<int> polled =
         requester_->Poll(timeout_ms, [&](const probe::ProbeResult& reply) {
       if (agent_) agent_->OnProbeAnswered(probe::RawNowNs());
@@ -530,6 +545,7 @@ void Daemon::RunNode() {
     PublishNode(raw);
     MaybeUpdateTsc(raw);
     WriteStatus(raw);
+    FinishPass(raw);
   }
 }
 
@@ -690,8 +706,17 @@ void Daemon::WriteStatus(int64_t raw_ns) {
   }
   if (config_.status_file.empty() || raw_ns < next_status_raw_ns_) return;
   next_status_raw_ns_ = raw_ns + 1'000'000'000;
-  double drift_ppb = 0;
-  if (!config_.master) drift_ppb = estimator_->Estimate(LocalAt(raw_ns)).drift_ppb;
+  const absl::Status written =
+      WriteStatusFile(config_.status_file, StatusFileText(raw_ns));
+  if (!written.ok() && status_file_failures_++ == 0) {
+    spdlog::warn("{}: --status_file={}: {} (said once)", config_.node_id,
+                 config_.status_file, std::string(written.message()));
+  }
+}
+
+std::string Daemon::StatusFileText(int64_t raw_ns) const {
+  const double drift_ppb =
+      config_.master ? 0 : estimator_->Estimate(local_clock_->LocalAt(raw_ns)).drift_ppb;
   // The parent by id when membership knows it ("-" for the master, "?"
   // while detached), else the pinned parent's probe address.
   std::string parent = config_.master ? "-" : config_.parent;
@@ -701,18 +726,13 @@ void Daemon::WriteStatus(int64_t raw_ns) {
     if (!config_.master) parent = m.parent ? m.parent->node_id : "?";
     if (m.state == MembershipState::kAttached) depth = m.depth;
   }
-  const absl::Status written = WriteStatusFile(absl::StrFormat(
-               "node_id=%s state=%s depth=%u parent=%s samples=%zu bound_ns=%lld "
-               "drift_ppb=%.1f tsc_error_ns=%lld\n",
-               config_.node_id.c_str(), StateName(published_state_), depth,
-               parent.c_str(),
-               config_.master ? size_t{0} : estimator_->window_samples(),
-               static_cast<long long>(published_bound_ns_), drift_ppb,
-               static_cast<long long>(tsc_published_error_ns_)));
-  if (!written.ok() && status_file_failures_++ == 0) {
-    spdlog::warn("{}: --status_file={}: {} (said once)", config_.node_id,
-                 config_.status_file, std::string(written.message()));
-  }
+  return absl::StrFormat(
+      "node_id=%s state=%s depth=%u parent=%s samples=%zu bound_ns=%lld "
+      "drift_ppb=%.1f tsc_error_ns=%lld\n",
+      config_.node_id.c_str(), StateName(published_state_), depth,
+      parent.c_str(), config_.master ? size_t{0} : estimator_->window_samples(),
+      static_cast<long long>(published_bound_ns_), drift_ppb,
+      static_cast<long long>(tsc_published_error_ns_));
 }
 
 void Daemon::Shutdown() {

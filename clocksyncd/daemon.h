@@ -15,12 +15,18 @@
 // caller's. They share only the published mapping (through shared memory,
 // read back with the client library) and atomics. The gRPC service and the
 // metrics endpoint read a status snapshot under its mutex.
+//
+// Under a service manager (set_service_notifier) every pass of the sync
+// loop pings the watchdog and refreshes STATUS= (service_notifier.h), so a
+// hung loop stops pinging. Reload() hands a new configuration to the loop,
+// which applies the live settings at its next pass (config_reload.h).
 
 #ifndef CLOCKSYNC_CLOCKSYNCD_DAEMON_H_
 #define CLOCKSYNC_CLOCKSYNCD_DAEMON_H_
 
 #include <array>
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -28,10 +34,12 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "clocksyncd/mapping_slewer.h"
+#include "clocksyncd/service_notifier.h"
 #include "client/clock.h"
 #include "clocksyncd/membership_agent.h"
 #include "metrics/http_server.h"
@@ -135,6 +143,23 @@ class Daemon {
     stop_now_.store(true);
   }
 
+  // Where the loop reports to the service manager (systemd); call before
+  // Run(). Default: nowhere.
+  void set_service_notifier(ServiceNotifier notifier) {
+    notifier_ = std::move(notifier);
+  }
+
+  // Applies the live settings of `config` (config_reload.h: status_file,
+  // log_interval, the slewer's, holdover_after, probe_key_file) and `keys`
+  // (those of its probe_key_file, read by the caller) at the sync loop's
+  // next pass, and returns once it has: OK, or why nothing was applied (a
+  // status_file that cannot be written; Cancelled once Run() has left its
+  // loop; DeadlineExceeded when the loop did not pass within 5 s, and then
+  // it applies it when it does). Other fields of `config` are ignored.
+  // Safe from any thread but the loop's.
+  absl::Status Reload(const DaemonConfig& config,
+                      const std::optional<probe::ProbeKeys>& keys);
+
   // The UDP port probes are answered on (after Start()).
   int probe_port() const;
   const DaemonStats& stats() const { return stats_; }
@@ -151,6 +176,16 @@ class Daemon {
   void WriteStatus(int64_t raw_ns);
   void UpdateSnapshot(int64_t raw_ns);
   void Shutdown();
+  // The end of every pass of the sync loop: a pending reload, then the
+  // service manager's pings and status.
+  void FinishPass(int64_t raw_ns);
+  absl::Status ApplyReload(const DaemonConfig& next,
+                           const std::optional<probe::ProbeKeys>& keys,
+                           int64_t raw_ns);
+  ServiceStatus CurrentServiceStatus() const;
+  // How long a loop may wait from `raw_ns`: at most `limit_ns`, and never
+  // past the next watchdog ping.
+  int64_t WaitNs(int64_t raw_ns, int64_t limit_ns) const;
   int64_t LocalAt(int64_t raw_ns);
   uint64_t NodeIdHash() const;
 
@@ -213,8 +248,11 @@ class Daemon {
   // How probes are stamped, for status and the log ("kernel, interleaved",
   // ...); refreshed by the sync loop.
   std::string TimestampingSummary() const;
-  // Replaces the status file with `text` (written aside, then renamed).
-  absl::Status WriteStatusFile(const std::string& text) const;
+  // The status file's line at `raw_ns`.
+  std::string StatusFileText(int64_t raw_ns) const;
+  // Replaces the file at `path` with `text` (written aside, then renamed).
+  static absl::Status WriteStatusFile(const std::string& path,
+                                      const std::string& text);
   uint64_t status_file_failures_ = 0;
   std::string hardware_summary_;  // With timestamping=hardware only.
   // sample_log (null: none) and, with truth_shm, the master's time.
@@ -237,6 +275,18 @@ class Daemon {
   int64_t next_log_raw_ns_ = 0;
   int64_t next_status_raw_ns_ = 0;
   int raw_error_logs_ = 0;  // Transport errors logged so far (first 10).
+  ServiceNotifier notifier_;
+  // A reload handed over by Reload() and its outcome (reload_mu_).
+  struct PendingReload {
+    DaemonConfig config;
+    std::optional<probe::ProbeKeys> keys;
+  };
+  std::mutex reload_mu_;
+  std::condition_variable reload_done_;
+  std::optional<PendingReload> pending_reload_;
+  std::optional<absl::Status> reload_result_;
+  std::atomic<bool> reload_pending_{false};
+  bool loop_ended_ = false;  // Run() has left its loop (reload_mu_).
 };
 
 }  // namespace clocksync

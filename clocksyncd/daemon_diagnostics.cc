@@ -96,9 +96,10 @@ void Daemon::LogDroppedProbes() {
   }
 }
 
-absl::Status Daemon::WriteStatusFile(const std::string& text) const {
+absl::Status Daemon::WriteStatusFile(const std::string& path,
+                                     const std::string& text) {
   // Written aside and renamed: a reader never sees half a file.
-  const std::string tmp = config_.status_file + ".tmp";
+  const std::string tmp = path + ".tmp";
   FILE* f = std::fopen(tmp.c_str(), "w");
   if (f == nullptr) return absl::ErrnoToStatus(errno, absl::StrCat("cannot create ", tmp));
   const bool complete = std::fputs(text.c_str(), f) >= 0;
@@ -107,7 +108,7 @@ absl::Status Daemon::WriteStatusFile(const std::string& text) const {
     std::remove(tmp.c_str());
     return absl::ErrnoToStatus(error, absl::StrCat("cannot write ", tmp));
   }
-  if (std::rename(tmp.c_str(), config_.status_file.c_str()) != 0) {
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     const int error = errno;
     std::remove(tmp.c_str());
     return absl::ErrnoToStatus(error, "cannot rename the .tmp file over it");

@@ -1,9 +1,13 @@
 // clocksyncd/main.cc: the per-node clock synchronization daemon. main()
 // reads the configuration (clocksyncd/config.h: --config=FILE, flags over
-// it, validated), then runs a Daemon until SIGINT or SIGTERM.
+// it, validated), then runs a Daemon until SIGINT or SIGTERM; SIGHUP reloads
+// the configuration (clocksyncd/config_reload.h). Under systemd
+// (Type=notify) it says READY=1, RELOADING=1 and STOPPING=1; the sync loop
+// pings the watchdog and sets STATUS= (clocksyncd/service_notifier.h).
 
 #include <pthread.h>
 #include <signal.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -15,8 +19,10 @@
 
 #include "clocksync_version.h"
 #include "clocksyncd/config.h"
+#include "clocksyncd/config_reload.h"
 #include "clocksyncd/config_schema.h"
 #include "clocksyncd/daemon.h"
+#include "clocksyncd/service_notifier.h"
 #include "spdlog/spdlog.h"
 #include "systemd/sd-daemon.h"
 
@@ -30,11 +36,52 @@ constexpr char kUsage[] =
     "  static:  clocksyncd --node_id=n1 --parent=10.0.0.1:3190\n"
     "  file:    clocksyncd --config=/etc/clocksync/clocksyncd.conf\n"
     "SIGINT/SIGTERM leave the tree cleanly (children are handed to this "
-    "node's parent first); a second signal stops at once.\n"
+    "node's parent first); a second signal stops at once. SIGHUP reads the "
+    "configuration again (the same file and flags) and applies what can "
+    "change while running (probe_key_file and its keys, log_interval, "
+    "max_slew_ppm, slew_time, step_threshold, holdover_after, status_file); "
+    "the log names every other change as needing a restart.\n"
     "Exit status: 0 after a clean stop; 2 for an invalid configuration (bad "
     "flag, key or value: the message names it); 1 when a valid "
     "configuration cannot start (a port or path in use, a file that cannot "
     "be written: the message names the flag and value).\n";
+
+// SIGHUP: reads the configuration again as `args` say and hands the live
+// settings to the daemon; `running` follows what runs. An invalid
+// configuration or key file changes nothing and says why.
+void Reload(const std::vector<std::string>& args,
+            clocksync::config::DaemonConfig* running, clocksync::Daemon& daemon) {
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%llu",
+             static_cast<unsigned long long>(now.tv_sec) * 1'000'000ULL +
+                 static_cast<unsigned long long>(now.tv_nsec / 1000));
+  spdlog::info("SIGHUP: reloading the configuration");
+  const absl::StatusOr<clocksync::ReloadPlan> plan = clocksync::PlanReload(args, *running);
+  if (!plan.ok()) {
+    spdlog::error("reload refused, running on as before: {}",
+                  std::string(plan.status().message()));
+  } else {
+    for (const clocksync::ConfigChange& change : plan->changes) {
+      const std::string line = clocksync::DescribeChanges({change}).front();
+      if (change.live) {
+        spdlog::info("reload: {}", line);
+      } else {
+        spdlog::warn("reload: {}", line);
+      }
+    }
+    const absl::Status applied = daemon.Reload(plan->daemon_config, plan->probe_keys);
+    if (applied.ok()) {
+      *running = plan->config;
+      spdlog::info("reload: done{}",
+                   plan->changes.empty() ? " (no configuration key changed)" : "");
+    } else {
+      spdlog::error("reload not applied, running on as before: {}",
+                    std::string(applied.message()));
+    }
+  }
+  sd_notify(0, "READY=1");
+}
 
 }  // namespace
 
@@ -66,15 +113,17 @@ int main(int argc, char** argv) {
     spdlog::warn("test features enabled (clock_model '{}', inject_delay '{}'): "
                  "not for production", config.clock_model, config.inject_delay);
   }
-  // SIGINT and SIGTERM are taken by a dedicated thread (sigwait), so the
-  // daemon's threads never run signal handlers.
+  // SIGINT, SIGTERM and SIGHUP are taken by a dedicated thread (sigwait),
+  // so the daemon's threads never run signal handlers.
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   clocksync::Daemon daemon(config);
+  daemon.set_service_notifier(clocksync::ServiceNotifier::FromEnvironment());
   const absl::Status started = daemon.Start();
   if (!started.ok()) {
     std::cerr << "clocksyncd: cannot start: " << started.message() << "\n";
@@ -83,14 +132,23 @@ int main(int argc, char** argv) {
   // Under systemd (Type=notify) this tells it we are up; elsewhere a no-op.
   sd_notify(0, "READY=1");
   std::atomic<bool> stopping{false};
-  std::thread signal_thread([&daemon, &stopping, signals] {
-    for (int received = 0;; ++received) {
+  std::atomic<bool> stop_notified{false};  // STOPPING=1 sent.
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  clocksync::config::DaemonConfig running = command_line->config;
+  std::thread signal_thread([&daemon, &stopping, &stop_notified, &args, &running, signals] {
+    for (int stops = 0;;) {
       int signal = 0;
       sigwait(&signals, &signal);
       if (stopping.load()) return;
-      if (received == 0) {
+      if (signal == SIGHUP) {
+        if (stops == 0) Reload(args, &running, daemon);
+        continue;
+      }
+      if (stops++ == 0) {
         spdlog::info("signal {}: leaving the tree, then shutting down (a "
                      "second signal stops at once)", signal);
+        sd_notify(0, "STOPPING=1");
+        stop_notified.store(true);
         daemon.Stop();
       } else {
         spdlog::warn("signal {}: shutting down at once", signal);
@@ -99,7 +157,7 @@ int main(int argc, char** argv) {
     }
   });
   daemon.Run();
-  sd_notify(0, "STOPPING=1");
+  if (!stop_notified.load()) sd_notify(0, "STOPPING=1");
   // Wake the signal thread if Run() ended on its own (the signal stays
   // blocked, so it only ends the sigwait).
   if (!stopping.exchange(true)) kill(getpid(), SIGTERM);

@@ -57,6 +57,9 @@ class MappingSlewer {
 
   // The mapping to publish for this update.
   Mapping Update(const SlewTarget& target);
+  // Slews with `config` from the next update on (a reload). Safe at any
+  // time: each update sizes its correction and bound afresh.
+  void set_config(const SlewConfig& config) { config_ = config; }
 
   // Global time of the last mapping at raw instant `raw_ns` (exact, ns).
   int64_t PublishedAt(int64_t raw_ns) const;

@@ -138,5 +138,30 @@ TEST(MappingSlewerTest, UnsyncedKeepsTheLineWithUnknownBound) {
   EXPECT_LE(std::llabs(m.anchor_global_ns - (kEpoch + 1'000 * kMs + 10'000)), 2);
 }
 
+// A reload changes the slew settings mid-correction: the next update
+// slews at the new rate limit, continuously, and its bound still covers
+// the target's.
+TEST(MappingSlewerTest, NewConfigAppliesFromTheNextUpdate) {
+  SlewConfig fast;
+  fast.max_slew_ppm = 500;
+  MappingSlewer slewer(fast);
+  int64_t raw = 1'000'000 * kMs;
+  slewer.Update(Target(raw, kEpoch, 0, 1'000));
+  // 5 ms behind: slewed at the limit.
+  raw += 100 * kMs;
+  Mapping m = slewer.Update(Target(raw, kEpoch + 100 * kMs + 5 * kMs, 0, 1'000));
+  EXPECT_NEAR(m.rate_adj, 500e-6, 1e-12);
+  SlewConfig slow = fast;
+  slow.max_slew_ppm = 50;
+  slewer.set_config(slow);
+  raw += 100 * kMs;
+  const int64_t target = kEpoch + 200 * kMs + 5 * kMs;
+  const long double before = Eval(m, raw);
+  m = slewer.Update(Target(raw, target, 0, 1'000));
+  EXPECT_NEAR(m.rate_adj, 50e-6, 1e-12);
+  EXPECT_NEAR(static_cast<double>(Eval(m, raw) - before), 0, 1);
+  EXPECT_GE(m.bound_at_anchor_ns, target + 1'000 - m.anchor_global_ns);
+}
+
 }  // namespace
 }  // namespace clocksync

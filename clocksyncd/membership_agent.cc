@@ -218,7 +218,8 @@ MembershipAgent::MembershipAgent(MembershipConfig config,
     : self_(config.self),
       options_(options),
       channels_(std::make_unique<Channels>()),
-      membership_(std::move(config)) {
+      membership_(std::move(config)),
+      probe_key_(options.probe_key) {
   retry_ns_ = options_.retry_min_ns;
   if (options_.parent_loss) {
     parent_loss_ = std::make_unique<ParentLossDetector>(*options_.parent_loss);
@@ -360,7 +361,9 @@ absl::StatusOr<JoinResponse> MembershipAgent::CallJoin(
   context.set_deadline(DeadlineIn(options_.rpc_timeout_ns));
   JoinResponse response;
   const JoinRequest wire = ToProto(request);
-  if (options_.probe_key) SignRpc(*options_.probe_key, "Join", wire, &context);
+  if (const std::optional<probe::ProbeKeys> key = ProbeKey()) {
+    SignRpc(*key, "Join", wire, &context);
+  }
   const grpc::Status status =
       channels_->Stub(target.grpc_address)->Join(&context, wire, &response);
   if (!status.ok()) {
@@ -380,7 +383,9 @@ absl::Status MembershipAgent::CallLeave(const NodeRef& target,
   request.set_reason(reason);
   if (successor) *request.mutable_successor() = ToProto(*successor);
   LeaveResponse response;
-  if (options_.probe_key) SignRpc(*options_.probe_key, "Leave", request, &context);
+  if (const std::optional<probe::ProbeKeys> key = ProbeKey()) {
+    SignRpc(*key, "Leave", request, &context);
+  }
   const grpc::Status status =
       channels_->Stub(target.grpc_address)->Leave(&context, request, &response);
   return FromGrpc(status, absl::StrCat("Leave at ", Describe(target)));
@@ -394,7 +399,7 @@ int64_t MembershipAgent::MeasureRttNs(const NodeRef& ref) {
   options.parent_address = ref.probe_address;
   options.node_id = options_.probe_sender_id;
   options.expiry_ns = 50'000'000;
-  options.key = options_.probe_key;
+  options.key = ProbeKey();
   absl::StatusOr<std::unique_ptr<probe::ProbeRequester>> requester =
       probe::ProbeRequester::Create(options);
   int64_t best = -1;
@@ -537,7 +542,9 @@ void MembershipAgent::SendHeartbeat(int64_t now) {
   grpc::ClientContext context;
   context.set_deadline(DeadlineIn(options_.rpc_timeout_ns));
   HeartbeatResponse response;
-  if (options_.probe_key) SignRpc(*options_.probe_key, "Heartbeat", request, &context);
+  if (const std::optional<probe::ProbeKeys> key = ProbeKey()) {
+    SignRpc(*key, "Heartbeat", request, &context);
+  }
   const int64_t sent = probe::RawNowNs();
   const grpc::Status status =
       channels_->Stub(parent.grpc_address)->Heartbeat(&context, request, &response);
@@ -662,6 +669,16 @@ void MembershipAgent::OnProbeAnswered(int64_t now_ns) {
 
 void MembershipAgent::SetParentRoundTripNs(int64_t rtt_ns) {
   parent_rtt_ns_.store(rtt_ns);
+}
+
+void MembershipAgent::SetProbeKey(const std::optional<probe::ProbeKeys>& key) {
+  std::lock_guard<std::mutex> lock(key_mu_);
+  probe_key_ = key;
+}
+
+std::optional<probe::ProbeKeys> MembershipAgent::ProbeKey() const {
+  std::lock_guard<std::mutex> lock(key_mu_);
+  return probe_key_;
 }
 
 MembershipAgent::Snapshot MembershipAgent::snapshot() const {

@@ -76,7 +76,7 @@ struct MembershipAgentOptions {
   // Sent as sender id in RTT probes.
   uint64_t probe_sender_id = 0;
   // The tree's probe key, for RTT probes and the tags of membership calls
-  // (none: unauthenticated).
+  // (none: unauthenticated); SetProbeKey() replaces it.
   std::optional<probe::ProbeKeys> probe_key;
 };
 
@@ -133,6 +133,9 @@ class MembershipAgent {
   void OnProbeAnswered(int64_t now_ns);
   // Shortest round trip to the parent (for heartbeats), ns; -1 unknown.
   void SetParentRoundTripNs(int64_t rtt_ns);
+  // Replaces the tree's key (a reload): the next membership calls and RTT
+  // probes use it.
+  void SetProbeKey(const std::optional<probe::ProbeKeys>& key);
 
   // --- Status -------------------------------------------------------------
   struct Snapshot {
@@ -163,6 +166,7 @@ class MembershipAgent {
                          const std::optional<NodeRef>& successor);
   void SetProbeTargetLocked(const NodeRef& parent, int64_t now_ns);
   bool Sleep(int64_t ns);  // False when stopping.
+  std::optional<probe::ProbeKeys> ProbeKey() const;
 
   const NodeRef self_;
   const MembershipAgentOptions options_;
@@ -188,6 +192,10 @@ class MembershipAgent {
   // Probe answers and heartbeats of the current parent (its own lock).
   std::unique_ptr<ParentLossDetector> parent_loss_;
   std::atomic<int64_t> parent_rtt_ns_{-1};
+  // The tree's key (options.probe_key until SetProbeKey()); its own lock,
+  // taken while no other is held.
+  mutable std::mutex key_mu_;
+  std::optional<probe::ProbeKeys> probe_key_;
   std::thread thread_;
 };
 

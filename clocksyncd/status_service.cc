@@ -64,6 +64,24 @@ constexpr absl::Duration kMinHopReserve = absl::Milliseconds(20);
 
 namespace status_internal {
 
+// The tree's key as the handlers check it; a reload may replace it.
+class MembershipKey {
+ public:
+  explicit MembershipKey(std::optional<probe::ProbeKeys> key) : key_(std::move(key)) {}
+  void Set(const std::optional<probe::ProbeKeys>& key) {
+    absl::MutexLock lock(&mu_);
+    key_ = key;
+  }
+  std::optional<probe::ProbeKeys> Get() const {
+    absl::MutexLock lock(&mu_);
+    return key_;
+  }
+
+ private:
+  mutable absl::Mutex mu_;
+  std::optional<probe::ProbeKeys> key_ ABSL_GUARDED_BY(mu_);
+};
+
 // Raised once by StatusServer::Shutdown(); wakes every waiting WatchStatus
 // and GetTopology.
 class ShutdownSignal {
@@ -174,8 +192,10 @@ struct HandlerEnv {
   bool admin_allowed;
   // The address served ("0.0.0.0:3191", "unix:/run/..."), for messages.
   std::string listener;
-  // Membership calls must carry the tree key's tag (TCP, with a key).
+  // Membership calls must carry the tag of the tree's key, when there is
+  // one (TCP).
   bool require_tags = false;
+  const status_internal::MembershipKey* membership_key = nullptr;
 };
 
 // --- GetStatus ----------------------------------------------------------
@@ -441,7 +461,9 @@ grpc::Status Authenticate(const HandlerEnv& env, absl::string_view rpc,
                           const google::protobuf::MessageLite& request,
                           const grpc::ServerContext& context) {
   if (!env.require_tags) return grpc::Status::OK;
-  return ToGrpc(VerifyRpc(*env.options->membership_key, rpc, request, context));
+  const std::optional<probe::ProbeKeys> key = env.membership_key->Get();
+  if (!key) return grpc::Status::OK;
+  return ToGrpc(VerifyRpc(*key, rpc, request, context));
 }
 
 grpc::Status HandleJoin(const HandlerEnv& env,
@@ -638,7 +660,9 @@ absl::Status CheckTcpListenAddressFree(const std::string& address) {
 StatusServer::StatusServer(StatusServerOptions options)
     : options_(std::move(options)),
       shutdown_(std::make_unique<status_internal::ShutdownSignal>()),
-      limits_(std::make_unique<status_internal::CallLimits>(options_)) {}
+      limits_(std::make_unique<status_internal::CallLimits>(options_)),
+      membership_key_(std::make_unique<status_internal::MembershipKey>(
+          options_.membership_key)) {}
 
 StatusServer::~StatusServer() { Shutdown(absl::Now()); }
 
@@ -700,7 +724,7 @@ absl::Status StatusServer::Start(const std::string& listen_address,
     tcp_service_ = std::make_unique<status_internal::ServiceImpl>(HandlerEnv{
         view, &options_, shutdown_.get(), limits_.get(),
         /*admin_allowed=*/!options_.admin_on_unix_only, listen_address,
-        /*require_tags=*/options_.membership_key.has_value()});
+        /*require_tags=*/true, membership_key_.get()});
     absl::StatusOr<std::unique_ptr<grpc::Server>> server = BuildServer(
         listen_address, tcp_service_.get(), options_.max_threads, &tcp_port_);
     if (!server.ok()) {
@@ -710,6 +734,10 @@ absl::Status StatusServer::Start(const std::string& listen_address,
     tcp_server_ = *std::move(server);
   }
   return absl::OkStatus();
+}
+
+void StatusServer::SetMembershipKey(const std::optional<probe::ProbeKeys>& key) {
+  membership_key_->Set(key);
 }
 
 void StatusServer::Shutdown(absl::Time deadline) {

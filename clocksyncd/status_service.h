@@ -56,6 +56,7 @@ class Server;
 namespace clocksync {
 namespace status_internal {
 class CallLimits;
+class MembershipKey;
 class ServiceImpl;
 class ShutdownSignal;
 }  // namespace status_internal
@@ -128,7 +129,8 @@ struct StatusServerOptions {
   mode_t unix_socket_mode = 0660;
   // The tree's key: Join, Heartbeat and Leave over TCP must carry its tag
   // (clocksyncd/rpc_auth.h), else UNAUTHENTICATED. The Unix socket is
-  // guarded by its file permissions instead. None: no tags asked.
+  // guarded by its file permissions instead. None: no tags asked. The key
+  // at start: SetMembershipKey() replaces it.
   std::optional<probe::ProbeKeys> membership_key;
 };
 
@@ -158,6 +160,10 @@ class StatusServer {
   // The TCP port listened on (the one picked for port 0); 0 without TCP.
   int tcp_port() const { return tcp_port_; }
 
+  // Replaces the tree's key (a reload): membership calls on TCP are checked
+  // against it from now on; none: no tags asked. Safe from any thread.
+  void SetMembershipKey(const std::optional<probe::ProbeKeys>& key);
+
   // Stops accepting calls, ends every WatchStatus and GetTopology at once
   // and cancels whatever is still running at `deadline`; returns when all
   // handlers have returned. Idempotent.
@@ -167,6 +173,7 @@ class StatusServer {
   StatusServerOptions options_;
   std::unique_ptr<status_internal::ShutdownSignal> shutdown_;
   std::unique_ptr<status_internal::CallLimits> limits_;
+  std::unique_ptr<status_internal::MembershipKey> membership_key_;
   std::unique_ptr<status_internal::ServiceImpl> tcp_service_;
   std::unique_ptr<status_internal::ServiceImpl> unix_service_;
   std::unique_ptr<grpc::Server> tcp_server_;

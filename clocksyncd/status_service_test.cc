@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <limits>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -22,6 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "clocksyncd/rpc_auth.h"
 #include "clocksyncd/status_service_testing.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/message_differencer.h"
@@ -471,6 +473,36 @@ JoinRequest SampleJoin() {
   request.mutable_node()->set_probe_address("10.0.0.9:3190");
   request.mutable_node()->set_grpc_address("10.0.0.9:3191");
   return request;
+}
+
+// The tree's key replaced while serving (a reload): membership calls are
+// checked against the new key from then on; without a key, none is asked.
+TEST(MembershipTest, ReplacedKeyIsCheckedFromThenOn) {
+  const probe::ProbeKey old_key{1, 2};
+  const probe::ProbeKey new_key{3, 4};
+  StatusServerOptions options;
+  options.membership_key = probe::ProbeKeys(old_key);
+  ServedNode node("n1", options);
+  JoinResponse accepted;
+  accepted.mutable_accepted()->set_depth(1);
+  node.view.SetJoinAnswer(accepted);
+  auto stub = StubFor(node.address);
+  // The code of a Join signed with `key` (none: unsigned).
+  const auto join = [&](std::optional<probe::ProbeKey> key) {
+    grpc::ClientContext context;
+    SetDeadline(&context, absl::Seconds(5));
+    if (key) SignRpc(probe::ProbeKeys(*key), "Join", SampleJoin(), &context);
+    JoinResponse response;
+    return stub->Join(&context, SampleJoin(), &response).error_code();
+  };
+  EXPECT_EQ(join(old_key), grpc::StatusCode::OK);
+  EXPECT_EQ(join(new_key), grpc::StatusCode::UNAUTHENTICATED);
+  node.server.SetMembershipKey(probe::ProbeKeys(new_key));
+  EXPECT_EQ(join(new_key), grpc::StatusCode::OK);
+  EXPECT_EQ(join(old_key), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(join(std::nullopt), grpc::StatusCode::UNAUTHENTICATED);
+  node.server.SetMembershipKey(std::nullopt);
+  EXPECT_EQ(join(std::nullopt), grpc::StatusCode::OK);
 }
 
 TEST(MembershipTest, JoinIsValidatedThenForwarded) {

@@ -16,6 +16,7 @@ PACKAGES=(
   prometheus   # promtool: the metrics lint test (the server is not needed)
   chrony       # the peer deploy/vs_chrony.sh measures us against (run with -x)
   dpkg-dev help2man lintian cmake man-db  # deploy/package.sh and the install test
+  systemd      # systemd-analyze: //deploy:unit_files_test (verify, security)
 )
 
 die() { echo "setup.sh: $*" >&2; exit 1; }

@@ -67,6 +67,7 @@ absl::StatusOr<std::unique_ptr<ProbeRequester>> ProbeRequester::Create(
 
 ProbeRequester::ProbeRequester(const Options& options, int fd)
     : options_(options),
+      key_(options.key),
       fd_(fd),
       clock_(options.clock != nullptr ? options.clock : &identity_clock_),
       delay_sampler_(options.delay, /*stream=*/1) {

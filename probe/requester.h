@@ -234,6 +234,10 @@ class ProbeRequester {
   int socket_fd() const { return fd_; }
   // Whether requests go out as version 2 now (not fallen back).
   bool sending_version2() const { return options_.interleaved && !use_v1_; }
+  // Replaces Options::key (a reload): later requests are signed with the
+  // new key and replies checked against it. From the thread that sends and
+  // polls.
+  void SetKey(const std::optional<ProbeKeys>& key) { key_ = key; }
 
  private:
   struct Outstanding {
@@ -279,9 +283,8 @@ class ProbeRequester {
 
   const Options options_;
   // The key to sign and check with, or nullptr.
-  const ProbeKeys* Key() const {
-    return options_.key.has_value() ? &*options_.key : nullptr;
-  }
+  const ProbeKeys* Key() const { return key_.has_value() ? &*key_ : nullptr; }
+  std::optional<ProbeKeys> key_;
   const int fd_;
   int warm_fd_ = -1;  // Options::warm_up: a UDP socket connected to itself.
   probe_internal::TxStamps warm_stamps_;

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -205,6 +206,45 @@ TEST(ProbeRequesterTest, KeyedRequesterRefusesUnauthenticatedReplies) {
   EXPECT_EQ(
       c.malformed[static_cast<size_t>(DecodeStatus::kUnexpectedMac)].load(), 1u);
   EXPECT_TRUE(PollFor(*requester, 1, absl::Milliseconds(200)).empty());
+}
+
+// A reload replaces the keys of both ends while they run: the responder
+// answers the new key from then on and drops the old one's requests; the
+// requester signs with its new key.
+TEST(ProbeRequesterTest, ReplacedKeysApplyToTheNextPackets) {
+  const ProbeKey old_key{1, 2};
+  const ProbeKey new_key{3, 4};
+  ProbeResponder::Options responder_options;
+  responder_options.key = old_key;
+  ServingResponder serving(responder_options);
+  ASSERT_TRUE(serving.status().ok()) << serving.status();
+  ProbeRequester::Options options;
+  options.interleaved = false;  // One sample per reply, at once.
+  options.parent_address = serving.address();
+  options.key = old_key;
+  std::unique_ptr<ProbeRequester> requester = MakeRequester(options);
+  ASSERT_NE(requester, nullptr);
+  ASSERT_TRUE(requester->SendProbe().ok());
+  ASSERT_EQ(PollFor(*requester, 1).size(), 1u);
+
+  serving.responder().SetKey(ProbeKeys(new_key));
+  const ResponderCounters& c = serving.responder().counters();
+  ASSERT_TRUE(requester->SendProbe().ok());  // Still the old key: dropped.
+  ASSERT_TRUE(WaitFor(c.received, 2));
+  EXPECT_TRUE(PollFor(*requester, 1, absl::Milliseconds(200)).empty());
+  EXPECT_EQ(c.malformed[static_cast<size_t>(DecodeStatus::kBadMac)].load(), 1u);
+  requester->SetKey(ProbeKeys(new_key));
+  ASSERT_TRUE(requester->SendProbe().ok());
+  ASSERT_EQ(PollFor(*requester, 1).size(), 1u);
+  EXPECT_TRUE(WaitFor(c.answered, 2));
+
+  // Without a key on either end: unauthenticated probes again.
+  serving.responder().SetKey(std::nullopt);
+  requester->SetKey(std::nullopt);
+  ASSERT_TRUE(requester->SendProbe().ok());
+  ASSERT_EQ(PollFor(*requester, 1).size(), 1u);
+  EXPECT_TRUE(WaitFor(c.answered, 3));
+  EXPECT_EQ(c.malformed[static_cast<size_t>(DecodeStatus::kBadMac)].load(), 1u);
 }
 
 // --- replies from a fake parent -------------------------------------------

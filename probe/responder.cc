@@ -131,6 +131,7 @@ absl::StatusOr<std::unique_ptr<ProbeResponder>> ProbeResponder::Create(
 ProbeResponder::ProbeResponder(const Options& options, int fd,
                                std::string address, uint16_t port)
     : options_(options),
+      key_(options.key),
       fd_(fd),
       address_(std::move(address)),
       port_(port),
@@ -155,6 +156,19 @@ ProbeResponder::ProbeResponder(const Options& options, int fd,
 }
 
 ProbeResponder::~ProbeResponder() { close(fd_); }
+
+void ProbeResponder::SetKey(const std::optional<ProbeKeys>& key) {
+  std::lock_guard<std::mutex> lock(new_key_mu_);
+  new_key_ = key;
+  new_key_pending_.store(true, std::memory_order_release);
+}
+
+void ProbeResponder::TakeNewKey() {
+  if (!new_key_pending_.load(std::memory_order_acquire)) return;
+  std::lock_guard<std::mutex> lock(new_key_mu_);
+  key_ = new_key_;
+  new_key_pending_.store(false, std::memory_order_relaxed);
+}
 
 absl::Status ProbeResponder::Serve(const std::atomic<bool>& stop) {
   pollfd readable{fd_, POLLIN, 0};
@@ -185,6 +199,7 @@ absl::Status ProbeResponder::Serve(const std::atomic<bool>& stop) {
       // the packets' queueing time (raw_clock.h); it costs a few clock reads
       // per batch.
       realtime_to_raw_.Calibrate();
+      TakeNewKey();
       HandleBatch(count, raw_after_receive_ns);
       if (delay_queue_ != nullptr) SendDue(RawNowNs());
     } else if (count < 0 && errno != EAGAIN && errno != EWOULDBLOCK &&

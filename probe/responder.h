@@ -46,6 +46,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -190,6 +191,11 @@ class ProbeResponder {
   // agreed).
   bool kernel_tx_stamps() const { return tx_stamps_.enabled(); }
 
+  // Replaces Options::key (a reload): every batch Serve() handles after
+  // this returns is checked and answered with the new key. Safe from any
+  // thread.
+  void SetKey(const std::optional<ProbeKeys>& key);
+
  private:
   ProbeResponder(const Options& options, int fd, std::string address,
                  uint16_t port);
@@ -209,10 +215,14 @@ class ProbeResponder {
   bool LookUpStamp(uint64_t nonce, int64_t* t3_ns) const;
 
   const Options options_;
-  // The key to sign and check with, or nullptr.
-  const ProbeKeys* Key() const {
-    return options_.key.has_value() ? &*options_.key : nullptr;
-  }
+  // The key to sign and check with, or nullptr (Serve() thread).
+  const ProbeKeys* Key() const { return key_.has_value() ? &*key_ : nullptr; }
+  // Takes a key SetKey() left, if any (Serve() thread; no allocation).
+  void TakeNewKey();
+  std::optional<ProbeKeys> key_;
+  std::mutex new_key_mu_;
+  std::optional<ProbeKeys> new_key_;  // Guarded by new_key_mu_.
+  std::atomic<bool> new_key_pending_{false};
   const int fd_;
   const std::string address_;
   const uint16_t port_;
