@@ -101,7 +101,10 @@ for page in clocksyncd.8 clocksyncctl.1 clocksync-trace.1 clocksync-postmortem.1
   name=${page%.*}
   section=${page##*.}
   found=$(man -w "$section" "$name" 2>/dev/null) || fail "man $section $name: no page"
-  zcat "$found" | grep -q "^\.TH" || fail "$found is not a man page"
+  # Whole outputs in variables: `cmd | grep -q` fails under pipefail when
+  # grep exits before cmd has written everything (SIGPIPE).
+  page=$(zcat "$found")
+  grep -q "^\.TH" <<<"$page" || fail "$found is not a man page"
 done
 
 step "systemd-analyze verify"
@@ -123,8 +126,9 @@ step "a C program with plain gcc"
 # shellcheck disable=SC2046
 gcc -std=c11 -Wall -Wextra -Werror -o "$work/time_and_trace" tests/package/time_and_trace.c \
   $(pkg-config --cflags --libs clocksync) || fail "gcc against the installed library"
-ldd "$work/time_and_trace" | grep -Eq "libclocksync.so.1 => (/usr)?/lib/" ||
-  fail "the C program does not load the installed libclocksync.so.1: $(ldd "$work/time_and_trace")"
+libs=$(ldd "$work/time_and_trace")
+grep -Eq "libclocksync.so.1 => (/usr)?/lib/" <<<"$libs" ||
+  fail "the C program does not load the installed libclocksync.so.1: $libs"
 
 step "a C++ program with plain CMake"
 cp tests/package/CMakeLists.txt tests/package/time_and_trace.cc "$work/"

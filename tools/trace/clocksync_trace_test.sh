@@ -119,7 +119,8 @@ print("lod ok")
 PY
 
 # --- exit codes ----------------------------------------------------------------
-"$TOOL" --help | grep -q "Usage:" || fail "--help"
+help=$("$TOOL" --help) || fail "--help exits non-zero"
+grep -q "Usage:" <<<"$help" || fail "--help"
 set +e
 "$TOOL" compare > /dev/null 2> "$WORK/err"; code=$?
 [[ $code == 1 ]] || fail "no archive: exit $code"
