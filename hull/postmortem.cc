@@ -27,6 +27,7 @@
 #include <cmath>
 #include <cstddef>
 #include <limits>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -37,6 +38,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "hull/smoothing_spline.h"
 
 namespace clocksync::hull {
 namespace {
@@ -53,6 +55,19 @@ SplitNs SplitRatio(int128 num, int128 den) {
   }
   return SplitNs{static_cast<int64_t>(whole),
                  static_cast<double>(rem) / static_cast<double>(den)};
+}
+
+// t + shift_ns, with the fraction kept in [0, 1).
+SplitNs Shifted(SplitNs t, double shift_ns) {
+  if (shift_ns == 0) return t;
+  const double whole = std::floor(shift_ns);
+  t.whole_ns += static_cast<int64_t>(whole);
+  t.frac_ns += shift_ns - whole;
+  if (t.frac_ns >= 1) {
+    t.frac_ns -= 1;
+    ++t.whole_ns;
+  }
+  return t;
 }
 
 // The first integer ns at or after `t`.
@@ -73,6 +88,11 @@ struct PointSums {
   int128 sum_m = 0;      // sum of m
   int64_t n = 0;         // exchanges
   int64_t session_id = 0;
+  size_t session_index = 0;  // position of its (first) session in the input
+  // Added to the mean of m (spline only): moves the point's global time
+  // from the mean to the middle of the session's feasible interval
+  // (CenterOnIntervals).
+  double global_shift_ns = 0;
 
   // local mean = sum_two_x / (2n); compares exactly by cross-multiplying.
   int Compare(const PointSums& other) const {
@@ -82,7 +102,8 @@ struct PointSums {
   }
   CondensedPoint ToPoint() const {
     return CondensedPoint{SplitRatio(sum_two_x, 2 * static_cast<int128>(n)),
-                          SplitRatio(sum_m, n), n, session_id};
+                          Shifted(SplitRatio(sum_m, n), global_shift_ns), n,
+                          session_id};
   }
 };
 
@@ -146,6 +167,7 @@ std::vector<PointSums> CondenseToSums(absl::Span<const SyncSession> sessions,
     }
     PointSums sums;
     sums.session_id = session.id;
+    sums.session_index = i;
     for (const Kept& k : DropSlow(valid, options.slow_fraction, report)) {
       sums.sum_two_x += k.two_x;
       sums.sum_m += k.m;
@@ -176,6 +198,11 @@ std::vector<CondensedPoint> CleanKnots(std::vector<PointSums> sums,
   std::vector<PointSums> merged;
   for (const PointSums& s : sums) {
     if (!merged.empty() && merged.back().Compare(s) == 0) {
+      PointSums& into = merged.back();
+      into.global_shift_ns =
+          (into.global_shift_ns * static_cast<double>(into.n) +
+           s.global_shift_ns * static_cast<double>(s.n)) /
+          static_cast<double>(into.n + s.n);
       merged.back().sum_two_x += s.sum_two_x;
       merged.back().sum_m += s.sum_m;
       merged.back().n += s.n;
@@ -397,11 +424,115 @@ std::unique_ptr<PostmortemCorrection> MakeLinear(
   return Build({Line(centroid, slope)}, {centroid}, std::move(report));
 }
 
+// The spline's knots, in two steps.
+//
+// 1. An interval per session. An exchange (t1, t2, t3, t4) bounds the
+// master's time G at the session's local time x̄ assuming only that delays
+// are not negative:
+//   G(x̄) <= t2 + rate·(x̄ − t1)   (the request cannot arrive before it left)
+//   G(x̄) >= t3 + rate·(x̄ − t4)   (nor the answer leave after it arrived)
+// where rate is the local clock's rate against the master near the session:
+// the secant through its neighbours' mean points (within a session's
+// milliseconds, 1 ppm of error moves a bound by a few ns). The session's
+// interval is the intersection over its valid exchanges, the slow ones too
+// (they bound loosely, never wrongly). Its middle is the offset under the
+// one assumption every two-way estimate makes (the fastest trips take as
+// long each way), and unlike the mean of the midpoints it carries neither
+// the delays' mean asymmetry nor their spread. A session whose interval is
+// empty (a clock that jumped within it, a rate far off) keeps its mean and
+// is reported.
+//
+// 2. Smoothing. The middles still carry the noise of the fastest trips;
+// the offset between sessions is a smooth curve. The cubic smoothing
+// spline of the middles' offsets, its smoothing chosen by generalized
+// cross-validation (hull/smoothing_spline.h), gives each knot its value,
+// clamped into the session's interval: the knots are what the sessions
+// support, never outside what any exchange allows.
+void CenterOnIntervals(absl::Span<const SyncSession> sessions,
+                       std::vector<PointSums>* sums, CorrectionReport* report) {
+  // A secant beyond this means broken data: use rate 1 (the bounds then
+  // move by at most the session's length times the true rate error).
+  constexpr double kMaxRate = 2.0;
+  // Shifts beyond this (about 11 days) come from broken data: keep the mean.
+  constexpr double kMaxShiftNs = 1e15;
+  // Integer ns stamps of exchanges with (near) zero round trips can make an
+  // interval look empty by a rounding: up to this, it is its one point.
+  constexpr double kStampSlackNs = 2.0;
+  std::vector<size_t> order(sums->size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return (*sums)[a].Compare((*sums)[b]) < 0;
+  });
+  std::vector<CondensedPoint> mean(order.size());
+  for (size_t k = 0; k < order.size(); ++k) {
+    mean[k] = (*sums)[order[k]].ToPoint();
+  }
+  // Step 1, in local-time order; lo/hi relative to the mean's global time.
+  std::vector<double> lo(order.size());
+  std::vector<double> hi(order.size());
+  std::vector<bool> usable(order.size());
+  for (size_t k = 0; k < order.size(); ++k) {
+    const CondensedPoint& p = mean[k];
+    double rate = 1.0;
+    if (order.size() >= 2) {
+      const CondensedPoint& a = mean[k == 0 ? 0 : k - 1];
+      const CondensedPoint& b = mean[k + 1 == order.size() ? k : k + 1];
+      const double dx = DifferenceNs(b.local, a.local);
+      const double secant = DifferenceNs(b.global, a.global) / dx;
+      if (dx > 0 && secant > kMinRate && secant < kMaxRate) rate = secant;
+    }
+    lo[k] = -std::numeric_limits<double>::infinity();
+    hi[k] = std::numeric_limits<double>::infinity();
+    const SyncSession& session = sessions[(*sums)[order[k]].session_index];
+    for (const ProbeSample& e : session.exchanges) {
+      if (e.t4_ns < e.t1_ns) continue;
+      hi[k] = std::min(hi[k], DifferenceNs(SplitNs{e.t2_ns, 0}, p.global) +
+                                  rate * DifferenceNs(p.local,
+                                                      SplitNs{e.t1_ns, 0}));
+      lo[k] = std::max(lo[k], DifferenceNs(SplitNs{e.t3_ns, 0}, p.global) +
+                                  rate * DifferenceNs(p.local,
+                                                      SplitNs{e.t4_ns, 0}));
+    }
+    if (lo[k] > hi[k] && lo[k] - hi[k] <= kStampSlackNs) {
+      lo[k] = hi[k] = (lo[k] + hi[k]) / 2;
+    }
+    usable[k] = lo[k] <= hi[k] && std::abs(lo[k]) < kMaxShiftNs &&
+                std::abs(hi[k]) < kMaxShiftNs;
+    if (!usable[k]) report->empty_interval_sessions.push_back(p.session_id);
+  }
+  // Step 2: offsets (global − local, relative to the first point) of the
+  // middles, or of the means where the interval is empty; x in seconds.
+  std::vector<double> x_s(order.size());
+  std::vector<double> offset_ns(order.size());
+  std::vector<double> shift_ns(order.size(), 0);
+  for (size_t k = 0; k < order.size(); ++k) {
+    if (usable[k]) shift_ns[k] = (lo[k] + hi[k]) / 2;
+    const double dx_ns = DifferenceNs(mean[k].local, mean[0].local);
+    x_s[k] = dx_ns / 1e9;
+    offset_ns[k] =
+        DifferenceNs(mean[k].global, mean[0].global) - dx_ns + shift_ns[k];
+  }
+  if (const std::optional<SmoothedValues> smoothed =
+          SmoothByGcv(x_s, offset_ns)) {
+    for (size_t k = 0; k < order.size(); ++k) {
+      if (!usable[k]) continue;
+      shift_ns[k] = std::clamp(
+          shift_ns[k] + (smoothed->values[k] - offset_ns[k]), lo[k], hi[k]);
+    }
+  }
+  for (size_t k = 0; k < order.size(); ++k) {
+    (*sums)[order[k]].global_shift_ns = shift_ns[k];
+  }
+}
+
 std::unique_ptr<PostmortemCorrection> MakeFromKnots(
     CorrectionKind kind, absl::Span<const SyncSession> sessions,
     const PostmortemOptions& options, CorrectionReport report) {
   std::vector<PointSums> sums = CondenseToSums(sessions, options, &report);
   if (sums.empty()) return nullptr;
+  if (kind == CorrectionKind::kSpline) {
+    CenterOnIntervals(sessions, &sums, &report);
+  }
   std::vector<CondensedPoint> knots = CleanKnots(std::move(sums), &report);
   if (knots.size() == 1) {
     report.offset_only = true;
@@ -466,7 +597,8 @@ double DifferenceNs(const SplitNs& a, const SplitNs& b) {
 bool CorrectionReport::clean() const {
   return empty_sessions.empty() && invalid_exchanges == 0 &&
          out_of_order_sessions.empty() && merged_points == 0 &&
-         inconsistent_sessions.empty() && !offset_only && !slope_rejected;
+         inconsistent_sessions.empty() && empty_interval_sessions.empty() &&
+         !offset_only && !slope_rejected;
 }
 
 std::string CorrectionReport::ToString() const {
@@ -493,6 +625,12 @@ std::string CorrectionReport::ToString() const {
     absl::StrAppend(&out, "; ", inconsistent_sessions.size(),
                     " non-monotonic points dropped (",
                     Ids(inconsistent_sessions), ")");
+  }
+  if (!empty_interval_sessions.empty()) {
+    absl::StrAppend(&out, "; ", empty_interval_sessions.size(),
+                    " sessions whose exchanges admit no common offset, kept "
+                    "at their mean (",
+                    Ids(empty_interval_sessions), ")");
   }
   if (slope_rejected) {
     absl::StrAppend(&out, "; fitted slope <= ", kMinRate, " rejected");

@@ -7,8 +7,10 @@
 //
 //   linear     least-squares line through all exchanges (as the Intel Trace
 //              Collector does with a session at start and one at end);
-//   spline     monotone C1 cubic spline through one condensed point per
-//              session (as with VampirTrace's VT_timesync sessions);
+//   spline     monotone C1 cubic spline through one point per session (as
+//              with VampirTrace's VT_timesync sessions), the point being
+//              the smoothed middle of the master times the session's
+//              exchanges allow (see FitPostmortemCorrection);
 //   piecewise  straight lines between the condensed points (what OTF2
 //              readers do with ClockOffset records).
 //
@@ -91,6 +93,10 @@ struct CorrectionReport {
   // global time run backwards or slower than kMinRate between neighbouring
   // points (a longest consistent chain of points is kept).
   std::vector<int64_t> inconsistent_sessions;
+  // Spline only: sessions whose exchanges admit no common master time at
+  // the session's local time (see FitPostmortemCorrection), kept at their
+  // mean point.
+  std::vector<int64_t> empty_interval_sessions;
   // Fewer than two usable distinct local times (e.g. one session), or a
   // rejected linear slope: the mapping is local + constant offset.
   bool offset_only = false;
@@ -169,10 +175,16 @@ class PostmortemCorrection final : public Correction {
 //   kLinear: every exchange is the point ((s + r) / 2, m); the slowest
 //     `slow_fraction` of all exchanges is dropped; least squares fit
 //     global = a·local + b over the rest.
-//   kSpline: each session is condensed (CondenseSessions); a monotone C1
-//     cubic Hermite spline (Fritsch–Carlson, with Brodlie's weighted
-//     harmonic-mean tangents) passes through the condensed points; beyond
-//     the first and last point it continues as a line with the end slope.
+//   kSpline: each session is condensed (CondenseSessions) to its mean
+//     local time; its master time there is the middle of the interval that
+//     all its exchanges allow (non-negative delays; each exchange's bounds
+//     carried to the mean local time at the rate between the neighbouring
+//     sessions), then smoothed across sessions by a cubic smoothing spline
+//     with GCV-chosen smoothing (hull/smoothing_spline.h) and clamped back
+//     into the interval. A monotone C1 cubic Hermite spline (Fritsch–
+//     Carlson, with Brodlie's weighted harmonic-mean tangents) passes
+//     through these points; beyond the first and last point it continues
+//     as a line with the end slope.
 //   kPiecewise: straight lines between the condensed points, the
 //     end segments' slopes beyond.
 // Degenerate input gets a defined mapping and a report saying so (see
