@@ -231,10 +231,15 @@ void ClockPlugin::Recheck(bool first) noexcept {
       next_check_raw_ns_.store(INT64_MAX, std::memory_order_relaxed);
     }
     if (first) {
+      const char* until =
+          clock_ != nullptr ? " until it is"
+          : options_.role == ProcessRole::kTraced
+              ? " (start clocksyncd before the traced program)"
+              : " until a synchronized daemon publishes there";
       Say(absl::StrCat(reason,
                        ": LTTng events of this process are stamped with "
-                       "CLOCK_MONOTONIC_RAW until a synchronized daemon "
-                       "publishes there"));
+                       "CLOCK_MONOTONIC_RAW",
+                       until));
     }
   } catch (const std::bad_alloc&) {
     if (first) Say("out of memory: LTTng events are stamped with CLOCK_MONOTONIC_RAW");
