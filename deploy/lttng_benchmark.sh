@@ -2,7 +2,7 @@
 # An LTTng-UST event stamped by libclocksync-lttng.so beside one stamped by
 # LTTng's default clock, side by side in one run (lttng/event_benchmark).
 #
-#   deploy/lttng_benchmark.sh [--rounds=40] [--events=200000] [--no_build]
+#   deploy/lttng_benchmark.sh [--rounds=100] [--events=50000] [--no_build]
 #                             [--bin_dir=DIR] [--keep]
 #
 # In a private mount namespace (root needed; its own /run/lttng and
@@ -21,7 +21,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-rounds=40 events=200000 build=1 bin="" keep=0
+rounds=100 events=50000 build=1 bin="" keep=0
 for arg in "$@"; do
   case "$arg" in
     --rounds=*) rounds="${arg#*=}" ;;

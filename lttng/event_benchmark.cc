@@ -5,7 +5,7 @@
 // record the events, one with LTTNG_UST_CLOCK_PLUGIN set and one without;
 // the driver hands them rounds of --events events in turn (the order
 // alternating from round to round, so load that comes and goes hits both),
-// each worker timing its own round. Needs an lttng-sessiond with a started
+// each worker timing its own round in its thread's CPU time. Needs an lttng-sessiond with a started
 // session that enables clocksync_bench:* for both (deploy/lttng_benchmark.sh
 // sets one up, in flight-recorder mode: every event is written, none
 // discarded), and, for the plugin's global time, a synchronized clocksyncd
@@ -16,6 +16,7 @@
 // and fails (exit 1) when a worker's clock is not the one it should have.
 
 #include <lttng/ust-clock.h>
+#include <sched.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -35,8 +36,8 @@
 #include "lttng/bench_tp.h"
 
 ABSL_FLAG(std::string, plugin, "", "path of libclocksync-lttng.so (required)");
-ABSL_FLAG(int, rounds, 40, "rounds per worker (after 3 warm-up rounds), 1..10000");
-ABSL_FLAG(int, events, 200000, "events per round, 1000..100000000");
+ABSL_FLAG(int, rounds, 100, "rounds per worker (after 3 warm-up rounds), 1..10000");
+ABSL_FLAG(int, events, 50000, "events per round, 1000..100000000");
 ABSL_FLAG(bool, worker, false, "internal: run as a worker (commands on stdin)");
 
 namespace {
@@ -68,11 +69,13 @@ int RunWorker() {
   while (std::fgets(line, sizeof(line), stdin) != nullptr) {
     if (line[0] == 'q') break;
     const long long n = std::atoll(line);
-    const int64_t start_ns = NowNs(CLOCK_MONOTONIC_RAW);
+    // CPU time of this thread: time while preempted (the shared machine's
+    // other load) does not count.
+    const int64_t start_ns = NowNs(CLOCK_THREAD_CPUTIME_ID);
     for (long long i = 0; i < n; ++i) {
       lttng_ust_tracepoint(clocksync_bench, event, static_cast<uint64_t>(i));
     }
-    const int64_t end_ns = NowNs(CLOCK_MONOTONIC_RAW);
+    const int64_t end_ns = NowNs(CLOCK_THREAD_CPUTIME_ID);
     std::printf("%.4f\n", static_cast<double>(end_ns - start_ns) / static_cast<double>(n));
     std::fflush(stdout);
   }
@@ -93,6 +96,12 @@ bool StartWorker(const char* self, bool with_plugin, const std::string& plugin, 
   w->pid = fork();
   if (w->pid < 0) return false;
   if (w->pid == 0) {
+    // Both workers on one CPU: their events go to that CPU's buffers, and
+    // they meet the same caches and the same interruptions.
+    cpu_set_t cpus;
+    CPU_ZERO(&cpus);
+    CPU_SET(static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)) - 1, &cpus);
+    sched_setaffinity(0, sizeof(cpus), &cpus);
     dup2(down[0], 0);
     dup2(up[1], 1);
     close(down[0]); close(down[1]); close(up[0]); close(up[1]);
@@ -193,7 +202,12 @@ int RunDriver(const char* self) {
     waitpid(w->pid, &status, 0);
     std::fclose(w->from);
   }
-  std::printf("%d rounds of %d events each, alternating\n", rounds, events);
+  std::vector<double> sorted = ratios;
+  std::sort(sorted.begin(), sorted.end());
+  std::printf("%d rounds of %d events each, alternating, on CPU %ld; ratio quartiles "
+              "%.3f %.3f %.3f\n",
+              rounds, events, sysconf(_SC_NPROCESSORS_ONLN) - 1, sorted[sorted.size() / 4],
+              sorted[sorted.size() / 2], sorted[sorted.size() * 3 / 4]);
   std::printf("FIGURE lttng_event_default_clock_ns %.2f ns\n", Median(base_ns));
   std::printf("FIGURE lttng_event_plugin_ns %.2f ns\n", Median(ours_ns));
   std::printf("FIGURE lttng_event_plugin_vs_default_ratio %.3f x\n", Median(ratios));
