@@ -123,8 +123,6 @@ int main(int argc, char** argv) {
                  static_cast<long long>(value), static_cast<long long>(raw_ns + 999'000'000));
     return 1;
   }
-  std::printf("global time read with %s\n",
-              clock->UsesTsc() ? "rdtsc (the TSC mapping)" : "clock_gettime");
   std::vector<double> default_ns, plugin_ns, ratios;
   uint64_t sink = 0;
   for (int r = 0; r < kRounds; ++r) {
@@ -141,7 +139,8 @@ int main(int argc, char** argv) {
     ratios.push_back(p / d);
   }
   benchmark::DoNotOptimize(sink);
-  std::printf("%d rounds of %d reads each, alternating\n", kRounds, kBatch);
+  std::printf("%d rounds of %d reads each, alternating; global time read with %s\n", kRounds,
+              kBatch, clock->UsesTsc() ? "rdtsc (the TSC mapping)" : "clock_gettime");
   std::printf("FIGURE lttng_read64_default_ns %.2f ns\n", clocksync::bench::Median(default_ns));
   std::printf("FIGURE lttng_read64_plugin_ns %.2f ns\n", clocksync::bench::Median(plugin_ns));
   std::printf("FIGURE lttng_read64_plugin_vs_default_ratio %.3f x\n",
