@@ -5,6 +5,7 @@
  * "<clock value> <realtime ns>". tests/package_install_test.sh builds it
  * with plain gcc against Debian's liblttng-ust-dev.
  */
+#define _POSIX_C_SOURCE 199309L /* clock_gettime under -std=c11 */
 #include <lttng/ust-clock.h>
 #include <stdint.h>
 #include <stdio.h>
