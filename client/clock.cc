@@ -278,6 +278,7 @@ int Clock::ReadMapping(MappingSnapshot* out) const noexcept {
   const clocksync_shm* shm = remapper_->reader->segment();
   out->writer_pid = shm->header.writer_pid;
   out->writer_start_raw_ns = shm->header.writer_start_raw_ns;
+  out->tree_id = shm::LoadAcquire(shm->header.tree_id);
   return CLOCKSYNC_OK;
 }
 

@@ -107,6 +107,8 @@ struct MappingSnapshot {
   MappingValues values;
   int32_t writer_pid = 0;
   int64_t writer_start_raw_ns = 0;
+  // The header's tree_id: the node's tree, 0 while unknown (shm_layout.h).
+  uint64_t tree_id = 0;
 };
 
 namespace internal {

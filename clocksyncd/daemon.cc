@@ -189,6 +189,8 @@ absl::Status Daemon::Start() {
   ShmPublisher::Options publisher_options;
   publisher_options.layout_version =
       config_.tsc ? CLOCKSYNC_SHM_LAYOUT_VERSION : CLOCKSYNC_SHM_LAYOUT_VERSION_1;
+  // A master names its tree; a node learns the name when it attaches.
+  if (config_.master) publisher_options.tree_id = ShmPublisher::TreeIdOfMaster(config_.node_id);
   absl::StatusOr<ShmPublisher> publisher =
       ShmPublisher::Open(config_.shm_path, std::move(publisher_options));
   if (!publisher.ok()) return failed("shm_path", config_.shm_path, publisher.status());
@@ -488,6 +490,9 @@ void Daemon::RunNode() {
                        target.parent->probe_address, retargeted.ToString());
         }
       }
+      if (tree_id_generation_ != target_generation_ && UpdateTreeId()) {
+        tree_id_generation_ = target_generation_;
+      }
     }
     const int64_t now = probe::RawNowNs();
     if (!requester_) {
@@ -547,6 +552,14 @@ void Daemon::RunNode() {
     WriteStatus(raw);
     FinishPass(raw);
   }
+}
+
+bool Daemon::UpdateTreeId() {
+  const MembershipAgent::Snapshot m = agent_->snapshot();
+  if (m.state != MembershipState::kAttached || m.ancestors.empty()) return false;
+  const uint64_t id = ShmPublisher::TreeIdOfMaster(m.ancestors.front().node_id);
+  if (id != publisher_->tree_id()) publisher_->SetTreeId(id);
+  return true;
 }
 
 void Daemon::PublishNode(int64_t raw_ns) {

@@ -173,6 +173,9 @@ class Daemon {
   void RunNode();
   void PublishMaster(int64_t raw_ns);
   void PublishNode(int64_t raw_ns);
+  // Writes the tree's id (from the master's name, the first ancestor) into
+  // the segment's header; false while not attached.
+  bool UpdateTreeId();
   void WriteStatus(int64_t raw_ns);
   void UpdateSnapshot(int64_t raw_ns);
   void Shutdown();
@@ -211,6 +214,8 @@ class Daemon {
   uint64_t probes_answered_before_ = 0;
   uint64_t probes_lost_before_ = 0;
   uint64_t target_generation_ = 0;
+  // The probe target generation whose tree id the segment holds.
+  uint64_t tree_id_generation_ = ~uint64_t{0};
   std::unique_ptr<MembershipAgent> agent_;
   probe::DelayInjection delay_;
   std::optional<probe::ProbeKeys> probe_key_;

@@ -4,7 +4,8 @@
 #   clocksyncd         the daemon, clocksyncctl, the systemd units, the
 #                      default configuration /etc/clocksync/clocksyncd.conf
 #   libclocksync1      the shared library libclocksync.so.1 (C APIs of
-#                      client/clocksync.h and tracer/clocksync_trace.h)
+#                      client/clocksync.h and tracer/clocksync_trace.h) and
+#                      the LTTng-UST clock plugin libclocksync-lttng.so
 #   libclocksync-dev   headers in /usr/include/clocksync, the .so link,
 #                      clocksync.pc, the CMake package clocksync
 #   clocksync-tools    clocksync-trace, -postmortem, -replay, -simulate
@@ -63,6 +64,7 @@ targets=(
   //tools/replay:replay
   //tools/simulate:simulate
   //tracer:libclocksync.so.1
+  //lttng:libclocksync-lttng.so
 )
 if ((build)); then
   bazel build "${targets[@]}" >&2
@@ -180,7 +182,13 @@ libdir=usr/lib/$multiarch
 install -D -m 0644 "$bin/tracer/libclocksync.so.1" "$r/$libdir/libclocksync.so.1"
 strip --strip-unneeded --remove-section=.comment --remove-section=.note \
   "$r/$libdir/libclocksync.so.1"
+# The LTTng-UST clock plugin (LTTNG_UST_CLOCK_PLUGIN names it; dlopen()ed,
+# never linked: a private directory, no soname).
+install -D -m 0644 "$bin/lttng/libclocksync-lttng.so" "$r/$libdir/clocksync/libclocksync-lttng.so"
+strip --strip-unneeded --remove-section=.comment --remove-section=.note \
+  "$r/$libdir/clocksync/libclocksync-lttng.so"
 docs "$r" libclocksync1
+install -m 0644 docs/LTTNG.md "$r/usr/share/doc/libclocksync1/"
 # The symbols file: every exported function, since this version.
 mkdir -p "$r/DEBIAN"
 {
@@ -190,7 +198,8 @@ mkdir -p "$r/DEBIAN"
     LC_ALL=C sort -u | sed "s/^/ /; s/\$/ $upstream/"
 } > "$r/DEBIAN/symbols"
 chmod 0644 "$r/DEBIAN/symbols"
-build_deb "$r" libclocksync1 -e"$r/$libdir/libclocksync.so.1"
+build_deb "$r" libclocksync1 -e"$r/$libdir/libclocksync.so.1" \
+  -e"$r/$libdir/clocksync/libclocksync-lttng.so"
 
 # ---- libclocksync-dev ----
 r=$work/libclocksync-dev

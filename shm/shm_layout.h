@@ -11,6 +11,7 @@
  *
  *   offset 0   clocksync_shm_header   immutable after the rename: magic,
  *                                     layout version, sizes, writer identity
+ *                                     (but for tree_id: see there)
  *   offset 64  clocksync_shm_mapping  the seqlocked local->global mapping
  *   offset 128 clocksync_shm_tsc      the seqlocked TSC->raw mapping
  *                                     (version 2; readers also accept a
@@ -145,8 +146,15 @@ typedef struct clocksync_shm_header {
   /* CLOCK_REALTIME when the daemon created the file, in ns since the epoch
    * (for people and tools; readers do not compute with it). */
   int64_t writer_start_realtime_ns;
+  /* Identity of the sync tree this node belongs to: a 64-bit hash of its
+   * master's node_id (ShmPublisher::TreeIdOfMaster), the same on every node
+   * of one tree; 0 while unknown (a node not attached yet, a node of a
+   * static tree, or a daemon older than this field). The one header field
+   * written after the rename: by the daemon when it learns or changes its
+   * tree, with a release store; readers load it atomically. */
+  uint64_t tree_id;
   /* Zero; room for later fields without moving the mapping. */
-  uint8_t reserved[24];
+  uint8_t reserved[16];
 } clocksync_shm_header;
 
 /*
@@ -235,7 +243,8 @@ static_assert(offsetof(clocksync_shm_header, mapping_offset) == 16);
 static_assert(offsetof(clocksync_shm_header, writer_pid) == 20);
 static_assert(offsetof(clocksync_shm_header, writer_start_raw_ns) == 24);
 static_assert(offsetof(clocksync_shm_header, writer_start_realtime_ns) == 32);
-static_assert(offsetof(clocksync_shm_header, reserved) == 40);
+static_assert(offsetof(clocksync_shm_header, tree_id) == 40);
+static_assert(offsetof(clocksync_shm_header, reserved) == 48);
 static_assert(offsetof(clocksync_shm_mapping, seq) == 0);
 static_assert(offsetof(clocksync_shm_mapping, anchor_raw_ns) == 8);
 static_assert(offsetof(clocksync_shm_mapping, anchor_global_ns) == 16);

@@ -40,7 +40,8 @@ TEST(ShmLayoutTest, SizesAndOffsetsAreFixed) {
   EXPECT_EQ(offsetof(clocksync_shm_header, writer_pid), 20u);
   EXPECT_EQ(offsetof(clocksync_shm_header, writer_start_raw_ns), 24u);
   EXPECT_EQ(offsetof(clocksync_shm_header, writer_start_realtime_ns), 32u);
-  EXPECT_EQ(offsetof(clocksync_shm_header, reserved), 40u);
+  EXPECT_EQ(offsetof(clocksync_shm_header, tree_id), 40u);
+  EXPECT_EQ(offsetof(clocksync_shm_header, reserved), 48u);
 
   EXPECT_EQ(offsetof(clocksync_shm_mapping, seq), 0u);
   EXPECT_EQ(offsetof(clocksync_shm_mapping, anchor_raw_ns), 8u);

@@ -133,6 +133,7 @@ absl::StatusOr<ShmPublisher> ShmPublisher::Open(const std::string& path,
   const int64_t start_raw_ns = ReadClockNs(CLOCK_MONOTONIC_RAW);
   shm->header.writer_start_raw_ns = start_raw_ns;
   shm->header.writer_start_realtime_ns = ReadClockNs(CLOCK_REALTIME);
+  shm->header.tree_id = options.tree_id;
   // An even sequence start from the real raw clock: successive daemons'
   // sequence values never coincide (see shm_layout.h).
   shm::StoreRelaxed(shm->mapping.seq,
@@ -163,6 +164,25 @@ absl::StatusOr<ShmPublisher> ShmPublisher::Open(const std::string& path) {
 int64_t ShmPublisher::RawNowNs() const {
   return options_.raw_clock_ns ? options_.raw_clock_ns()
                                : ReadClockNs(CLOCK_MONOTONIC_RAW);
+}
+
+uint64_t ShmPublisher::TreeIdOfMaster(std::string_view master_node_id) {
+  // FNV-1a, 64 bits: simple, stable across compilers and hosts.
+  uint64_t hash = 0xcbf29ce484222325u;
+  auto add = [&hash](std::string_view bytes) {
+    for (const char c : bytes) {
+      hash ^= static_cast<uint8_t>(c);
+      hash *= 0x100000001b3u;
+    }
+  };
+  add("clocksync-tree:");
+  add(master_node_id);
+  return hash != 0 ? hash : 1;  // 0 means "unknown"
+}
+
+void ShmPublisher::SetTreeId(uint64_t tree_id) {
+  options_.tree_id = tree_id;
+  if (shm_ != nullptr) shm::StoreRelease(shm_->header.tree_id, tree_id);
 }
 
 absl::Status ShmPublisher::PublishTsc(const TscValues& tsc) {

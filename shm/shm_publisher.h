@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -72,7 +73,16 @@ class ShmPublisher {
     // section), or 1 (128 bytes, no TSC section) for client libraries
     // older than the TSC section, which refuse version 2.
     uint32_t layout_version = CLOCKSYNC_SHM_LAYOUT_VERSION;
+    // The header's tree_id from the start (a master knows its tree; a node
+    // learns it later: SetTreeId). 0: unknown.
+    uint64_t tree_id = 0;
   };
+
+  // The tree id of the tree whose master is named `master_node_id`: a
+  // 64-bit FNV-1a hash of "clocksync-tree:" and the name, never 0. The
+  // same function on every node, so that all nodes of one tree publish one
+  // value (the LTTng clock plugin derives its clock uuid from it).
+  static uint64_t TreeIdOfMaster(std::string_view master_node_id);
 
   // Half-width published before the first Publish() ("unknown"), in ns;
   // also the largest bound_at_anchor_ns accepted.
@@ -104,6 +114,10 @@ class ShmPublisher {
   // invalid) under its seqlock. FailedPrecondition after Close() and for a
   // version-1 segment (which has no TSC section).
   absl::Status PublishTsc(const TscValues& tsc);
+  // Writes the header's tree_id (release store; 0: unknown). Safe while
+  // readers read; a no-op after Close(). Only the writer's thread calls it.
+  void SetTreeId(uint64_t tree_id);
+  uint64_t tree_id() const { return options_.tree_id; }
   // Marks the mapping closed, removes the file if the path still names it,
   // unmaps. Idempotent.
   void Close();

@@ -139,6 +139,37 @@ TEST(ShmPublisherTest, CreatesA0644FileWithAValidHeader) {
   EXPECT_LE(initial.update_raw_ns, after_ns);
 }
 
+// The tree id: 0 (unknown) by default, Options::tree_id from the start
+// (a master), SetTreeId later (a node that attached), visible to a reader
+// that mapped the file before; the hash is stable and never 0.
+TEST(ShmPublisherTest, TreeIdIsWrittenAtOpenAndBySetTreeId) {
+  const std::string dir = FreshDir("tree_id");
+  const std::string path = dir + "/clocksync.shm";
+  absl::StatusOr<ShmPublisher> unknown = ShmPublisher::Open(path);
+  ASSERT_TRUE(unknown.ok()) << unknown.status();
+  {
+    ReadOnlySegment segment(path);
+    ASSERT_TRUE(segment.ok());
+    EXPECT_EQ(shm::LoadAcquire(segment.header().tree_id), 0u);
+    unknown->SetTreeId(ShmPublisher::TreeIdOfMaster("m0"));
+    EXPECT_EQ(shm::LoadAcquire(segment.header().tree_id),
+              ShmPublisher::TreeIdOfMaster("m0"));
+    EXPECT_EQ(unknown->tree_id(), ShmPublisher::TreeIdOfMaster("m0"));
+  }
+  ShmPublisher::Options options;
+  options.tree_id = ShmPublisher::TreeIdOfMaster("master-7");
+  absl::StatusOr<ShmPublisher> master = ShmPublisher::Open(path, options);
+  ASSERT_TRUE(master.ok()) << master.status();
+  ReadOnlySegment segment(path);
+  ASSERT_TRUE(segment.ok());
+  EXPECT_EQ(segment.header().tree_id, ShmPublisher::TreeIdOfMaster("master-7"));
+  // FNV-1a of "clocksync-tree:m0", computed once in Python: the value every
+  // daemon version must keep (nodes of mixed versions share one tree).
+  EXPECT_EQ(ShmPublisher::TreeIdOfMaster("m0"), 0x8a310f55694741b8u);
+  EXPECT_NE(ShmPublisher::TreeIdOfMaster("m0"), ShmPublisher::TreeIdOfMaster("m1"));
+  EXPECT_NE(ShmPublisher::TreeIdOfMaster(""), 0u);
+}
+
 // Layout version 1 (the daemon's --tsc=off, for older client libraries):
 // 128 bytes, the header says so, no TSC section is ever written (the bytes
 // after the file's end, in the page readers map, stay zero); version 2

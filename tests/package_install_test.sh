@@ -166,6 +166,24 @@ grep -q "^MPI_SEND\|^MPI_ISEND\|SEND" "$work/c_program.r0.txt" || fail "no send 
 enters=$(grep -c "^ENTER" "$work/cpp_program.r0.txt" || true)
 ((enters == 100)) || fail "otf2-print shows $enters ENTER events of the C++ program, want 100"
 
+step "the LTTng-UST clock plugin against the node"
+plugin=/usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null)/clocksync/libclocksync-lttng.so
+[[ -f "$plugin" ]] || fail "$plugin is not installed"
+if [[ -f /usr/include/lttng/ust-clock.h || -n "$(find /usr/include -path '*/lttng/ust-clock.h' 2>/dev/null)" ]]; then
+  gcc -std=c11 -Wall -Wextra -Werror -o "$work/lttng_clock" tests/package/lttng_clock.c \
+    -llttng-ust-common || fail "gcc against liblttng-ust-dev"
+  read -r value realtime < <(LTTNG_UST_CLOCK_PLUGIN="$plugin" CLOCKSYNC_SHM="$work/n1.shm" \
+    "$work/lttng_clock" 2>"$work/lttng_clock.err") || fail "the LTTng clock program"
+  # Global time less the plugin's 1 ms bias, about CLOCK_REALTIME (the
+  # master anchors global time to it) and nothing said on stderr.
+  python3 -c 'import sys; v, r = map(int, sys.argv[1:]); sys.exit(abs(v + 1000000 - r) > 1e9)' \
+    "$value" "$realtime" || fail "LTTng's clock with the plugin reads $value, CLOCK_REALTIME $realtime"
+  [[ ! -s "$work/lttng_clock.err" ]] || { cat "$work/lttng_clock.err"; fail "the plugin complained"; }
+  echo "LTTng clock with the plugin: $value (CLOCK_REALTIME $realtime)"
+else
+  echo "liblttng-ust-dev is not installed: the plugin's file checked only"
+fi
+
 for pid in "${daemon_pids[@]}"; do kill "$pid"; done
 for pid in "${daemon_pids[@]}"; do wait "$pid" || fail "a daemon did not stop cleanly"; done
 daemon_pids=()

@@ -7,6 +7,7 @@
      membership  nothing of ours
      client      only shm
      tracer      only client, shm, probe, trace, hull
+     lttng       only client, shm
      trace       only hull
      proto       nothing of ours
      metrics     only proto, probe
@@ -26,7 +27,7 @@ import sys
 import xml.etree.ElementTree as ET
 
 OURS = {"hull", "shm", "probe", "membership", "client", "tracer", "trace",
-        "proto", "metrics", "clocksyncd", "tools", "testing", "tests",
+        "proto", "metrics", "lttng", "clocksyncd", "tools", "testing", "tests",
         "examples", "deploy"}
 # What each top-level package may import besides itself (None: anything
 # but the packages nobody imports).
@@ -38,6 +39,8 @@ ALLOWED = {
     "client": {"shm"},
     "tracer": {"client", "shm", "probe", "trace", "hull"},
     "trace": {"hull"},
+    # The LTTng-UST clock plugin: global time through the client library.
+    "lttng": {"client", "shm"},
     "proto": set(),
     # The exposition format of NodeStatus (proto) and the HTTP endpoint
     # serving it (probe's address parser), shared by the daemon and
