@@ -12,7 +12,7 @@ namespace {
 
 // A shorter level answers only while its score's upper confidence bound
 // (mean + kConfidenceZ standard errors) is below the alternatives'.
-constexpr double kConfidenceZ = 2.0;
+constexpr double kConfidenceZ = 1.5;
 // Checkpoints overlap by half (every D/2, each reference D long): the
 // effective number of independent scores is about half their count.
 constexpr double kCheckpointOverlap = 2.0;
@@ -35,6 +35,7 @@ AdaptiveWindowEstimator::AdaptiveWindowEstimator(const AdaptiveConfig& config)
     c.window_ns = config.base.window_ns >> k;
     levels_.push_back(std::make_unique<TwoHullEstimator>(c));
   }
+  candidates_ = 2 * config.levels - 1;
   reference_ns_ = std::max<int64_t>(1, levels_.back()->config().window_ns / 2);
 }
 
@@ -44,14 +45,18 @@ int64_t AdaptiveWindowEstimator::selected_window_ns() const {
 
 double AdaptiveWindowEstimator::score(int level) const {
   if (level <= 0 || weight_sum_ <= 0) return 0;
-  return scores_[level].sum_d / weight_sum_;
+  return scores_[level][0].sum_d / weight_sum_;
 }
 
 double AdaptiveWindowEstimator::score_upper_bound(int level) const {
-  if (level <= 0 || weight_sum_ <= 0) return 0;
-  const double mean = scores_[level].sum_d / weight_sum_;
-  const double variance =
-      std::max(0.0, scores_[level].sum_d2 / weight_sum_ - mean * mean);
+  return level <= 0 ? 0 : PairedUpperBound(level, 0);
+}
+
+double AdaptiveWindowEstimator::PairedUpperBound(int a, int b) const {
+  if (weight_sum_ <= 0) return std::numeric_limits<double>::infinity();
+  const PairedScore& p = scores_[a][b];
+  const double mean = p.sum_d / weight_sum_;
+  const double variance = std::max(0.0, p.sum_d2 / weight_sum_ - mean * mean);
   const double effective =
       weight_sum_ * weight_sum_ / weight_sum2_ / kCheckpointOverlap;
   if (effective < kMinEffectiveCheckpoints) {
@@ -88,12 +93,17 @@ void AdaptiveWindowEstimator::ScoreCheckpoint(const Checkpoint& c) {
   last_score_x_ = c.x;
   weight_sum_ = weight_sum_ * decay + 1;
   weight_sum2_ = weight_sum2_ * decay * decay + 1;
-  const double e0 = c.predicted[0] - reference;
-  for (size_t k = 1; k < levels_.size(); ++k) {
-    const double ek = c.predicted[k] - reference;
-    const double d = ek * ek - e0 * e0;
-    scores_[k].sum_d = scores_[k].sum_d * decay + d;
-    scores_[k].sum_d2 = scores_[k].sum_d2 * decay + d * d;
+  const size_t n = static_cast<size_t>(candidates_);
+  for (size_t a = 0; a < n; ++a) {
+    const double ea = c.predicted[a] - reference;
+    for (size_t b = 0; b < n; ++b) {
+      if (a == b) continue;
+      const double eb = c.predicted[b] - reference;
+      const double d = ea * ea - eb * eb;
+      PairedScore& p = scores_[a][b];
+      p.sum_d = p.sum_d * decay + d;
+      p.sum_d2 = p.sum_d2 * decay + d * d;
+    }
   }
 }
 
@@ -122,24 +132,53 @@ void AdaptiveWindowEstimator::UpdateCheckpoints(const ProbeSample& s,
 
 void AdaptiveWindowEstimator::Select(const std::vector<TimeEstimate>& now,
                                      int64_t x) {
-  int best = 0;
-  double best_bound = 0;
-  double longer_range = 0;
+  // Eligible levels: synced, and their hull range not blown up against
+  // their own recent median (no low-delay sample left in a short window).
+  // A longer level is eligible whenever a shorter one is.
+  std::array<bool, kMaxLevels> eligible{};
   for (size_t k = 0; k < levels_.size(); ++k) {
     const TimeEstimate& e = now[k];
     if (e.state == SyncState::kUnsynced) break;
-    const double range =
-        static_cast<double>(e.latest_ns - e.earliest_ns) -
-        2 * levels_[k]->AllowanceAtNs(x);
-    if (k > 0 && range > kEligibleRangeRatio * longer_range) break;
-    longer_range = std::max(range, 1.0);
-    const double bound = score_upper_bound(static_cast<int>(k));
+    const double range = static_cast<double>(e.latest_ns - e.earliest_ns) -
+                         2 * levels_[k]->AllowanceAtNs(x);
+    current_range_[k] = range;
+    eligible[k] = k == 0 || ranges_count_ < kPurityMinWidths ||
+                  range <= kEligibleRangeRatio * median_range_[k];
+    if (!eligible[k]) break;
+  }
+  // A candidate is eligible when its levels are (a mean: both).
+  auto candidate_eligible = [&](int c) { return eligible[(c + 1) / 2]; };
+  int incumbent = candidate_;
+  while (incumbent > 0 && !candidate_eligible(incumbent)) --incumbent;
+  // Move to the candidate that beats the incumbent by the widest
+  // significant margin, if any.
+  int best = incumbent;
+  double best_bound = 0;
+  for (int c = 0; c < candidates_ && candidate_eligible(c); ++c) {
+    if (c == incumbent) continue;
+    const double bound = PairedUpperBound(c, incumbent);
     if (bound < best_bound) {
-      best = static_cast<int>(k);
+      best = c;
       best_bound = bound;
     }
   }
-  selected_ = best;
+  candidate_ = best;
+  selected_ = (best + 1) / 2;
+}
+
+void AdaptiveWindowEstimator::RecordRanges() {
+  const int n = static_cast<int>(ranges_[0].size());
+  for (size_t k = 0; k < levels_.size(); ++k) {
+    ranges_[k][ranges_next_] = current_range_[k];
+  }
+  ranges_next_ = (ranges_next_ + 1) % n;
+  ranges_count_ = std::min(ranges_count_ + 1, n);
+  for (size_t k = 0; k < levels_.size(); ++k) {
+    std::array<double, 31> sorted = ranges_[k];
+    std::nth_element(sorted.begin(), sorted.begin() + ranges_count_ / 2,
+                     sorted.begin() + ranges_count_);
+    median_range_[k] = std::max(sorted[ranges_count_ / 2], 1.0);
+  }
 }
 
 AddResult AdaptiveWindowEstimator::Add(const ProbeSample& s) {
@@ -180,18 +219,33 @@ AddResult AdaptiveWindowEstimator::Add(const ProbeSample& s) {
     c.x = x;
     c.due_x = x + reference_ns_;
     c.slope = now[selected_].drift_ppb * 1e-9;
+    std::array<double, kMaxLevels> level{};
     for (size_t k = 0; k < levels_.size(); ++k) {
       const TimeEstimate& e = now[k].state != SyncState::kUnsynced ? now[k] : now[0];
-      c.predicted[k] = static_cast<double>(e.offset_ns - anchor_y_);
+      level[k] = static_cast<double>(e.offset_ns - anchor_y_);
+    }
+    for (int i = 0; i < candidates_; ++i) {
+      c.predicted[i] = (level[i / 2] + level[(i + 1) / 2]) / 2;
     }
     pending_.push_back(c);
     next_checkpoint_x_ = x + reference_ns_ / 2;
+    RecordRanges();
   }
   return result;
 }
 
 TimeEstimate AdaptiveWindowEstimator::Estimate(int64_t local_ns) const {
-  return levels_[selected_]->Estimate(local_ns);
+  TimeEstimate e = levels_[selected_]->Estimate(local_ns);
+  if (candidate_ % 2 == 0 || e.state == SyncState::kUnsynced) return e;
+  // The mean of two levels, inside the answering (shorter) level's bound.
+  const TimeEstimate longer = levels_[candidate_ / 2]->Estimate(local_ns);
+  if (longer.state == SyncState::kUnsynced) return e;
+  const int64_t mean =
+      e.global_ns + (longer.global_ns - e.global_ns) / 2;
+  e.global_ns = std::clamp(mean, e.earliest_ns, e.latest_ns);
+  e.offset_ns = e.global_ns - local_ns;
+  e.drift_ppb = (e.drift_ppb + longer.drift_ppb) / 2;
+  return e;
 }
 
 }  // namespace clocksync::hull

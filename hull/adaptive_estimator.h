@@ -97,6 +97,11 @@ class AdaptiveWindowEstimator final : public Estimator {
   uint64_t checkpoints_impure() const { return checkpoints_impure_; }
 
   static constexpr int kMaxLevels = 8;
+  // Candidates: 2k is level k's estimate, 2k + 1 the mean of levels k and
+  // k + 1 (a window between the two).
+  static constexpr int kMaxCandidates = 2 * kMaxLevels - 1;
+  // The candidate answering now.
+  int selected_candidate() const { return candidate_; }
 
  private:
   // Level estimates recorded at one instant, and the reference the samples
@@ -109,19 +114,23 @@ class AdaptiveWindowEstimator final : public Estimator {
     double lower = 0;   // ... and >= lower, once has_upper / has_lower.
     bool has_upper = false;
     bool has_lower = false;
-    std::array<double, kMaxLevels> predicted{};  // θ_k(x), ns.
+    std::array<double, kMaxCandidates> predicted{};  // θ_c(x), ns.
   };
-  // Paired score of one level against level 0 (exponentially weighted).
+  // Paired score of one level against another (exponentially weighted).
   struct PairedScore {
     double sum_d = 0;   // Σ w d
     double sum_d2 = 0;  // Σ w d²
   };
+  // Upper confidence bound of the mean of (θ_a − ref)² − (θ_b − ref)².
+  double PairedUpperBound(int a, int b) const;
 
   void UpdateCheckpoints(const ProbeSample& s, int64_t request_y,
                          int64_t response_y);
   void ScoreCheckpoint(const Checkpoint& c);
   bool IsPure(double width_ns);
   void Select(const std::vector<TimeEstimate>& now, int64_t x);
+  // Adds the current ranges to the rings and updates their medians.
+  void RecordRanges();
 
   AdaptiveConfig config_;
   std::vector<std::unique_ptr<TwoHullEstimator>> levels_;
@@ -137,11 +146,23 @@ class AdaptiveWindowEstimator final : public Estimator {
   // Scores: shared weights, a paired score per level (index 0 unused).
   double weight_sum_ = 0;   // Σ w
   double weight_sum2_ = 0;  // Σ w²
-  std::array<PairedScore, kMaxLevels> scores_{};
+  // scores_[a][b]: d = (θ_a − ref)² − (θ_b − ref)², over candidates.
+  std::array<std::array<PairedScore, kMaxCandidates>, kMaxCandidates>
+      scores_{};
+  // Each level's hull range at recent checkpoints (rings), for
+  // eligibility: a level whose range is over kEligibleRangeRatio times its
+  // recent median has lost its low-delay samples.
+  std::array<std::array<double, 31>, kMaxLevels> ranges_{};
+  int ranges_count_ = 0;
+  int ranges_next_ = 0;
+  std::array<double, kMaxLevels> median_range_{};
+  std::array<double, kMaxLevels> current_range_{};  // At the newest sample.
   int64_t last_score_x_ = 0;
   uint64_t checkpoints_scored_ = 0;
   uint64_t checkpoints_impure_ = 0;
-  int selected_ = 0;
+  int selected_ = 0;   // The level whose bound answers.
+  int candidate_ = 0;  // The candidate whose estimate answers.
+  int candidates_ = 1;
 };
 
 }  // namespace clocksync::hull
