@@ -130,7 +130,7 @@ void AdaptiveWindowEstimator::UpdateCheckpoints(const ProbeSample& s,
   }
 }
 
-void AdaptiveWindowEstimator::Select(const std::vector<TimeEstimate>& now,
+void AdaptiveWindowEstimator::Select(const std::array<TimeEstimate, kMaxLevels>& now,
                                      int64_t x) {
   // Eligible levels: synced, and their hull range not blown up against
   // their own recent median (no low-delay sample left in a short window).
@@ -209,7 +209,7 @@ AddResult AdaptiveWindowEstimator::Add(const ProbeSample& s) {
                       static_cast<int64_t>(response_offset - anchor_y_));
   }
   const int64_t x = s.t4_ns;
-  std::vector<TimeEstimate> now(levels_.size());
+  std::array<TimeEstimate, kMaxLevels> now;
   for (size_t k = 0; k < levels_.size(); ++k) now[k] = levels_[k]->Estimate(x);
   Select(now, x);
   if (now[0].state != SyncState::kUnsynced &&

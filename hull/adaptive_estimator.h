@@ -128,7 +128,7 @@ class AdaptiveWindowEstimator final : public Estimator {
                          int64_t response_y);
   void ScoreCheckpoint(const Checkpoint& c);
   bool IsPure(double width_ns);
-  void Select(const std::vector<TimeEstimate>& now, int64_t x);
+  void Select(const std::array<TimeEstimate, kMaxLevels>& now, int64_t x);
   // Adds the current ranges to the rings and updates their medians.
   void RecordRanges();
 
