@@ -5,8 +5,9 @@
 //   TwoHullEstimator          the two-hull estimate and hard bound over a
 //                             sliding window (two_hull_estimator.h);
 //   AdaptiveWindowEstimator   several two-hull windows side by side,
-//                             answering from the one that predicts best
-//                             (adaptive_estimator.h).
+//                             answering from the one (or the mean of two
+//                             neighbours) that later low-delay samples show
+//                             significantly better (adaptive_estimator.h).
 //
 // Sign convention (used everywhere in clocksync):
 //   x      local time (this node's clock), ns
