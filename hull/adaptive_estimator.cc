@@ -1,90 +1,251 @@
-// hull/adaptive_estimator.cc: AdaptiveWindowEstimator (see adaptive_estimator.h).
+// hull/adaptive_estimator.cc: AdaptiveWindowEstimator (see
+// adaptive_estimator.h for the method, estimator.h for the conventions).
 
 #include "hull/adaptive_estimator.h"
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace clocksync::hull {
 namespace {
 
-constexpr double kShorterWindowMargin = 0.85;
+// A shorter level answers only while its score's upper confidence bound
+// (mean + kConfidenceZ standard errors) is below the alternatives'.
+constexpr double kConfidenceZ = 1.5;
+// Checkpoints overlap by half (every D/2, each reference D long): the
+// effective number of independent scores is about half their count.
+constexpr double kCheckpointOverlap = 2.0;
+// No level but the longest answers before this many effective checkpoints.
+constexpr double kMinEffectiveCheckpoints = 4.0;
+// A level whose hull range is wider than this times the next longer
+// level's has lost its low-delay samples (see the header).
+constexpr double kEligibleRangeRatio = 4.0;
+// Purity: a reference wider than median + this × (median − minimum) of the
+// recent ones is left out. Needs this many widths before it judges.
+constexpr double kPurityFactor = 3.0;
+constexpr int kPurityMinWidths = 8;
 
 }  // namespace
 
 AdaptiveWindowEstimator::AdaptiveWindowEstimator(const AdaptiveConfig& config)
-    : config_(config), scores_(config.levels, 0.0) {
+    : config_(config) {
   for (int k = 0; k < config.levels; ++k) {
     EstimatorConfig c = config.base;
     c.window_ns = config.base.window_ns >> k;
     levels_.push_back(std::make_unique<TwoHullEstimator>(c));
   }
+  candidates_ = 2 * config.levels - 1;
+  reference_ns_ = std::max<int64_t>(1, levels_.back()->config().window_ns / 2);
 }
 
 int64_t AdaptiveWindowEstimator::selected_window_ns() const {
   return levels_[selected_]->config().window_ns;
 }
 
-AddResult AdaptiveWindowEstimator::Add(const ProbeSample& s) {
-  // Score each level's prediction of this sample before it learns from it.
-  const int64_t mid_x = s.t1_ns + (s.t4_ns - s.t1_ns) / 2;
-  // Negative round trips (within the sample's widening) count as 0.
-  const double round_trip = std::max(
-      0.0, static_cast<double>(s.t4_ns - s.t1_ns) -
-               static_cast<double>(s.t3_ns - s.t2_ns));
-  const int64_t min_round_trip = levels_[0]->stats().min_round_trip_ns;
-  bool all_synced = true;
-  std::vector<TimeEstimate> predictions(levels_.size());
+double AdaptiveWindowEstimator::score(int level) const {
+  if (level <= 0 || weight_sum_ <= 0) return 0;
+  return scores_[level][0].sum_d / weight_sum_;
+}
+
+double AdaptiveWindowEstimator::score_upper_bound(int level) const {
+  return level <= 0 ? 0 : PairedUpperBound(level, 0);
+}
+
+double AdaptiveWindowEstimator::PairedUpperBound(int a, int b) const {
+  if (weight_sum_ <= 0) return std::numeric_limits<double>::infinity();
+  const PairedScore& p = scores_[a][b];
+  const double mean = p.sum_d / weight_sum_;
+  const double variance = std::max(0.0, p.sum_d2 / weight_sum_ - mean * mean);
+  const double effective =
+      weight_sum_ * weight_sum_ / weight_sum2_ / kCheckpointOverlap;
+  if (effective < kMinEffectiveCheckpoints) {
+    return std::numeric_limits<double>::infinity();
+  }
+  return mean + kConfidenceZ * std::sqrt(variance / effective);
+}
+
+bool AdaptiveWindowEstimator::IsPure(double width_ns) {
+  widths_[widths_next_] = width_ns;
+  widths_next_ = (widths_next_ + 1) % static_cast<int>(widths_.size());
+  widths_count_ = std::min(widths_count_ + 1, static_cast<int>(widths_.size()));
+  if (widths_count_ < kPurityMinWidths) return true;
+  std::array<double, 31> sorted = widths_;
+  std::sort(sorted.begin(), sorted.begin() + widths_count_);
+  const double minimum = sorted[0];
+  const double median = sorted[widths_count_ / 2];
+  return width_ns <= median + kPurityFactor * (median - minimum);
+}
+
+void AdaptiveWindowEstimator::ScoreCheckpoint(const Checkpoint& c) {
+  if (!c.has_upper || !c.has_lower) return;
+  if (!IsPure(c.upper - c.lower)) {
+    ++checkpoints_impure_;
+    return;
+  }
+  ++checkpoints_scored_;
+  const double reference = (c.upper + c.lower) / 2;
+  const double decay =
+      checkpoints_scored_ == 1
+          ? 0.0
+          : std::exp(-static_cast<double>(std::max<int64_t>(0, c.x - last_score_x_)) /
+                     static_cast<double>(config_.score_time_constant_ns));
+  last_score_x_ = c.x;
+  weight_sum_ = weight_sum_ * decay + 1;
+  weight_sum2_ = weight_sum2_ * decay * decay + 1;
+  const size_t n = static_cast<size_t>(candidates_);
+  for (size_t a = 0; a < n; ++a) {
+    const double ea = c.predicted[a] - reference;
+    for (size_t b = 0; b < n; ++b) {
+      if (a == b) continue;
+      const double eb = c.predicted[b] - reference;
+      const double d = ea * ea - eb * eb;
+      PairedScore& p = scores_[a][b];
+      p.sum_d = p.sum_d * decay + d;
+      p.sum_d2 = p.sum_d2 * decay + d * d;
+    }
+  }
+}
+
+void AdaptiveWindowEstimator::UpdateCheckpoints(const ProbeSample& s,
+                                                int64_t request_y,
+                                                int64_t response_y) {
+  for (Checkpoint& c : pending_) {
+    if (s.t1_ns >= c.x) {
+      const double y = static_cast<double>(request_y) -
+                       c.slope * static_cast<double>(s.t1_ns - c.x);
+      c.upper = c.has_upper ? std::min(c.upper, y) : y;
+      c.has_upper = true;
+    }
+    if (s.t4_ns > c.x) {
+      const double y = static_cast<double>(response_y) -
+                       c.slope * static_cast<double>(s.t4_ns - c.x);
+      c.lower = c.has_lower ? std::max(c.lower, y) : y;
+      c.has_lower = true;
+    }
+  }
+  while (!pending_.empty() && s.t4_ns >= pending_.front().due_x) {
+    ScoreCheckpoint(pending_.front());
+    pending_.pop_front();
+  }
+}
+
+void AdaptiveWindowEstimator::Select(const std::array<TimeEstimate, kMaxLevels>& now,
+                                     int64_t x) {
+  // Eligible levels: synced, and their hull range not blown up against
+  // their own recent median (no low-delay sample left in a short window).
+  // A longer level is eligible whenever a shorter one is.
+  std::array<bool, kMaxLevels> eligible{};
   for (size_t k = 0; k < levels_.size(); ++k) {
-    predictions[k] = levels_[k]->Estimate(mid_x);
-    all_synced = all_synced && predictions[k].state != SyncState::kUnsynced;
+    const TimeEstimate& e = now[k];
+    if (e.state == SyncState::kUnsynced) break;
+    const double range = static_cast<double>(e.latest_ns - e.earliest_ns) -
+                         2 * levels_[k]->AllowanceAtNs(x);
+    current_range_[k] = range;
+    eligible[k] = k == 0 || ranges_count_ < kPurityMinWidths ||
+                  range <= kEligibleRangeRatio * median_range_[k];
+    if (!eligible[k]) break;
   }
-  if (all_synced && s.t4_ns > s.t1_ns && levels_[0]->stats().accepted > 0) {
-    // Midpoint offset of the sample, relative to level 0's estimate to keep
-    // the arithmetic small: residual_k = midpoint − estimate_k.
-    const __int128 twice_midpoint = static_cast<__int128>(s.t2_ns) - s.t1_ns +
-                                    (static_cast<__int128>(s.t3_ns) - s.t4_ns);
-    const double excess = round_trip - static_cast<double>(min_round_trip);
-    const double c = 0.02 * static_cast<double>(min_round_trip) + 1.0;
-    const double weight = 1.0 / (excess * excess + c * c);
-    const double dt = scored_once_ ? static_cast<double>(mid_x - last_score_x_) : 0;
-    const double decay =
-        std::exp(-std::max(0.0, dt) / static_cast<double>(config_.score_time_constant_ns));
-    score_weight_ = score_weight_ * decay + weight;
-    for (size_t k = 0; k < levels_.size(); ++k) {
-      const double residual =
-          static_cast<double>(twice_midpoint -
-                              2 * static_cast<__int128>(predictions[k].offset_ns)) /
-          2;
-      scores_[k] = scores_[k] * decay + weight * residual * residual;
+  // A candidate is eligible when its levels are (a mean: both).
+  auto candidate_eligible = [&](int c) { return eligible[(c + 1) / 2]; };
+  int incumbent = candidate_;
+  while (incumbent > 0 && !candidate_eligible(incumbent)) --incumbent;
+  // Move to the candidate that beats the incumbent by the widest
+  // significant margin, if any.
+  int best = incumbent;
+  double best_bound = 0;
+  for (int c = 0; c < candidates_ && candidate_eligible(c); ++c) {
+    if (c == incumbent) continue;
+    const double bound = PairedUpperBound(c, incumbent);
+    if (bound < best_bound) {
+      best = c;
+      best_bound = bound;
     }
-    last_score_x_ = mid_x;
-    scored_once_ = true;
-    // A shorter window must predict clearly better than the longer one it
-    // replaces (its score below kShorterWindowMargin times the other's):
-    // shorter windows are noisier, and a lucky run should not win.
-    int best = 0;
-    for (size_t k = 1; k < levels_.size(); ++k) {
-      if (scores_[k] < kShorterWindowMargin * scores_[best]) {
-        best = static_cast<int>(k);
-      }
-    }
-    selected_ = best;
   }
+  candidate_ = best;
+  selected_ = (best + 1) / 2;
+}
+
+void AdaptiveWindowEstimator::RecordRanges() {
+  const int n = static_cast<int>(ranges_[0].size());
+  for (size_t k = 0; k < levels_.size(); ++k) {
+    ranges_[k][ranges_next_] = current_range_[k];
+  }
+  ranges_next_ = (ranges_next_ + 1) % n;
+  ranges_count_ = std::min(ranges_count_ + 1, n);
+  for (size_t k = 0; k < levels_.size(); ++k) {
+    std::array<double, 31> sorted = ranges_[k];
+    std::nth_element(sorted.begin(), sorted.begin() + ranges_count_ / 2,
+                     sorted.begin() + ranges_count_);
+    median_range_[k] = std::max(sorted[ranges_count_ / 2], 1.0);
+  }
+}
+
+AddResult AdaptiveWindowEstimator::Add(const ProbeSample& s) {
   AddResult result = AddResult::kAccepted;
+  bool cut = false;
   for (size_t k = 0; k < levels_.size(); ++k) {
     const AddResult r = levels_[k]->Add(s);
     if (k == 0) result = r;
+    cut = cut || r == AddResult::kAcceptedAfterInconsistency;
   }
-  // Until scores exist, answer from the longest window that is synced.
-  if (!scored_once_) {
-    selected_ = 0;
+  if (!IsAccepted(result)) return result;
+  // The sample's two points, as the hulls see them (estimator.h), relative
+  // to the anchor; __int128 as in TwoHullEstimator for epoch timestamps.
+  const __int128 request_offset =
+      static_cast<__int128>(s.t2_ns) - s.t1_ns + s.parent_bound_ns;
+  const __int128 response_offset =
+      static_cast<__int128>(s.t3_ns) - s.t4_ns - s.parent_bound_ns;
+  if (!have_anchor_) {
+    have_anchor_ = true;
+    anchor_y_ = static_cast<int64_t>(request_offset);
+  }
+  if (cut) {
+    // A step or a bend beyond the windows: predictions from before it
+    // cannot be checked against samples after it.
+    pending_.clear();
+  } else {
+    UpdateCheckpoints(s, static_cast<int64_t>(request_offset - anchor_y_),
+                      static_cast<int64_t>(response_offset - anchor_y_));
+  }
+  const int64_t x = s.t4_ns;
+  std::array<TimeEstimate, kMaxLevels> now;
+  for (size_t k = 0; k < levels_.size(); ++k) now[k] = levels_[k]->Estimate(x);
+  Select(now, x);
+  if (now[0].state != SyncState::kUnsynced &&
+      (pending_.empty() ? x >= next_checkpoint_x_
+                        : x >= pending_.back().x + reference_ns_ / 2)) {
+    Checkpoint c;
+    c.x = x;
+    c.due_x = x + reference_ns_;
+    c.slope = now[selected_].drift_ppb * 1e-9;
+    std::array<double, kMaxLevels> level{};
+    for (size_t k = 0; k < levels_.size(); ++k) {
+      const TimeEstimate& e = now[k].state != SyncState::kUnsynced ? now[k] : now[0];
+      level[k] = static_cast<double>(e.offset_ns - anchor_y_);
+    }
+    for (int i = 0; i < candidates_; ++i) {
+      c.predicted[i] = (level[i / 2] + level[(i + 1) / 2]) / 2;
+    }
+    pending_.push_back(c);
+    next_checkpoint_x_ = x + reference_ns_ / 2;
+    RecordRanges();
   }
   return result;
 }
 
 TimeEstimate AdaptiveWindowEstimator::Estimate(int64_t local_ns) const {
-  return levels_[selected_]->Estimate(local_ns);
+  TimeEstimate e = levels_[selected_]->Estimate(local_ns);
+  if (candidate_ % 2 == 0 || e.state == SyncState::kUnsynced) return e;
+  // The mean of two levels, inside the answering (shorter) level's bound.
+  const TimeEstimate longer = levels_[candidate_ / 2]->Estimate(local_ns);
+  if (longer.state == SyncState::kUnsynced) return e;
+  const int64_t mean =
+      e.global_ns + (longer.global_ns - e.global_ns) / 2;
+  e.global_ns = std::clamp(mean, e.earliest_ns, e.latest_ns);
+  e.offset_ns = e.global_ns - local_ns;
+  e.drift_ppb = (e.drift_ppb + longer.drift_ppb) / 2;
+  return e;
 }
 
 }  // namespace clocksync::hull

@@ -1,29 +1,53 @@
 // hull/adaptive_estimator.h: AdaptiveWindowEstimator, an Estimator
-// (hull/estimator.h) that picks the sliding window's length from the data,
-// as linuxptp's linreg servo picks its regression length by prediction error.
+// (hull/estimator.h) that picks the sliding window's length from the data.
 //
 // A line fits a clock only over so long: when the frequency bends (a
-// temperature swing), a 5-minute window averages over the bend and the
-// estimate lags; when it does not, the longest window averages most delay
-// noise away. This estimator runs `levels` two-hull estimators side by side
-// on the same samples, with windows W, W/2, W/4, ... and, before each sample
-// enters them, scores how well each one predicted it:
-//   residual = ((t2 − t1) + (t3 − t4)) / 2 − θ_k((t1 + t4) / 2)
-// (the sample's midpoint offset against estimator k's line). The midpoint
-// carries delay noise (d_fwd − d_back) / 2, common to all levels and small
-// for samples whose round trip is near the minimum, so each residual is
-// weighted by 1 / (excess² + c²) with excess = round trip − the minimum
-// round trip in the longest window and c = a tenth of that minimum. Scores
-// are exponentially weighted means of squared residuals over
-// `score_time_constant_ns`; the level with the lowest score answers
-// Estimate(). Its bound is its own (each level's bound is valid alone).
+// temperature swing), a long window averages over the bend and the estimate
+// lags; when it does not, the longest window averages most delay noise
+// away. This estimator runs `levels` two-hull estimators side by side on the
+// same samples, with windows W, W/2, W/4, ... and answers from one of them.
 //
-// Costs `levels` times a TwoHullEstimator per sample (see the benchmark).
+// Which one is decided on what the hulls can see, not on raw residuals (the
+// midpoint of a single sample carries its delay noise, (d_fwd − d_back) / 2,
+// which swamps the differences between windows):
+//
+// 1. Checkpoints. Every D/2 (D = half the shortest window) each level's
+//    estimate θ_k(x) at the newest sample's t4 = x is recorded, with the
+//    answering level's slope β. The samples of the next D seconds bound
+//    θ(x) from both sides, projected back with β:
+//      θ(x) ≤ min over requests  of (t2 − t1) − β (t1 − x)   (upper)
+//      θ(x) ≥ max over responses of (t3 − t4) − β (t4 − x)   (lower)
+//    Only the lowest-delay samples of those seconds set these minima, and
+//    none of them was known to any level when it predicted: the middle of
+//    [lower, upper] is an independent, low-noise reference for θ(x).
+// 2. Purity. A checkpoint whose reference interval is much wider than the
+//    recent ones (width > median + 3 × (median − minimum) of the last 31:
+//    a congestion episode, no low-delay sample in those D seconds) is not
+//    scored.
+// 3. Significance. Each level k is scored against the longest window by
+//    the paired difference d_k = (θ_k − ref)² − (θ_0 − ref)², its
+//    exponentially weighted mean μ_k and standard error s_k over
+//    `score_time_constant_ns`. The answering level minimizes the upper
+//    confidence bound μ_k + 2 s_k (the longest window scores 0): a shorter
+//    window answers only when it is better beyond what the reference's
+//    noise explains.
+// 4. Eligibility. A level whose hulls' range at x (without the wander
+//    allowance) is more than 4 times that of the next longer level has lost
+//    its low-delay samples (a congestion episode fills a short window) and
+//    may not answer, nor may any shorter one.
+//
+// The answering level's bound is its own (each level's bound is valid
+// alone), and its estimate lies inside it.
+//
+// Costs about `levels` times a TwoHullEstimator per sample plus a few
+// hundred ns (see //hull:estimator_benchmark).
 // Thread safety: none; one owner.
 
 #ifndef CLOCKSYNC_HULL_ADAPTIVE_ESTIMATOR_H_
 #define CLOCKSYNC_HULL_ADAPTIVE_ESTIMATOR_H_
 
+#include <array>
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -62,17 +86,83 @@ class AdaptiveWindowEstimator final : public Estimator {
   size_t upper_hull_vertices() const override {
     return selected().upper_hull_vertices();
   }
-  double score(int level) const { return levels_[level]->stats().accepted ? scores_[level] : 0; }
   int levels() const { return static_cast<int>(levels_.size()); }
+  // Level k's score against the longest window: the weighted mean of the
+  // paired difference of squared errors (ns²; negative = k is better) and
+  // its upper confidence bound. 0 for level 0 and before any checkpoint.
+  double score(int level) const;
+  double score_upper_bound(int level) const;
+  // Checkpoints scored, and those left out as impure.
+  uint64_t checkpoints_scored() const { return checkpoints_scored_; }
+  uint64_t checkpoints_impure() const { return checkpoints_impure_; }
+
+  static constexpr int kMaxLevels = 8;
+  // Candidates: 2k is level k's estimate, 2k + 1 the mean of levels k and
+  // k + 1 (a window between the two).
+  static constexpr int kMaxCandidates = 2 * kMaxLevels - 1;
+  // The candidate answering now.
+  int selected_candidate() const { return candidate_; }
 
  private:
+  // Level estimates recorded at one instant, and the reference the samples
+  // after it give for θ at that instant (offsets relative to anchor_y_).
+  struct Checkpoint {
+    int64_t x = 0;      // Local time of the predictions (a sample's t4).
+    int64_t due_x = 0;  // Scored at the first sample with t4 >= due_x.
+    double slope = 0;   // β, ns per ns, for projecting later samples to x.
+    double upper = 0;   // Reference: θ(x) <= upper ...
+    double lower = 0;   // ... and >= lower, once has_upper / has_lower.
+    bool has_upper = false;
+    bool has_lower = false;
+    std::array<double, kMaxCandidates> predicted{};  // θ_c(x), ns.
+  };
+  // Paired score of one level against another (exponentially weighted).
+  struct PairedScore {
+    double sum_d = 0;   // Σ w d
+    double sum_d2 = 0;  // Σ w d²
+  };
+  // Upper confidence bound of the mean of (θ_a − ref)² − (θ_b − ref)².
+  double PairedUpperBound(int a, int b) const;
+
+  void UpdateCheckpoints(const ProbeSample& s, int64_t request_y,
+                         int64_t response_y);
+  void ScoreCheckpoint(const Checkpoint& c);
+  bool IsPure(double width_ns);
+  void Select(const std::array<TimeEstimate, kMaxLevels>& now, int64_t x);
+  // Adds the current ranges to the rings and updates their medians.
+  void RecordRanges();
+
   AdaptiveConfig config_;
   std::vector<std::unique_ptr<TwoHullEstimator>> levels_;
-  std::vector<double> scores_;
-  double score_weight_ = 0;  // Decayed sum of weights (shared by levels).
+  int64_t reference_ns_ = 0;  // D: how long a checkpoint's reference runs.
+  bool have_anchor_ = false;
+  int64_t anchor_y_ = 0;  // Offsets are kept relative to this, ns.
+  std::deque<Checkpoint> pending_;
+  int64_t next_checkpoint_x_ = 0;
+  // The last reference widths, for the purity test (a ring).
+  std::array<double, 31> widths_{};
+  int widths_count_ = 0;
+  int widths_next_ = 0;
+  // Scores: shared weights, a paired score per level (index 0 unused).
+  double weight_sum_ = 0;   // Σ w
+  double weight_sum2_ = 0;  // Σ w²
+  // scores_[a][b]: d = (θ_a − ref)² − (θ_b − ref)², over candidates.
+  std::array<std::array<PairedScore, kMaxCandidates>, kMaxCandidates>
+      scores_{};
+  // Each level's hull range at recent checkpoints (rings), for
+  // eligibility: a level whose range is over kEligibleRangeRatio times its
+  // recent median has lost its low-delay samples.
+  std::array<std::array<double, 31>, kMaxLevels> ranges_{};
+  int ranges_count_ = 0;
+  int ranges_next_ = 0;
+  std::array<double, kMaxLevels> median_range_{};
+  std::array<double, kMaxLevels> current_range_{};  // At the newest sample.
   int64_t last_score_x_ = 0;
-  bool scored_once_ = false;
-  int selected_ = 0;
+  uint64_t checkpoints_scored_ = 0;
+  uint64_t checkpoints_impure_ = 0;
+  int selected_ = 0;   // The level whose bound answers.
+  int candidate_ = 0;  // The candidate whose estimate answers.
+  int candidates_ = 1;
 };
 
 }  // namespace clocksync::hull

@@ -5,8 +5,9 @@
 //   TwoHullEstimator          the two-hull estimate and hard bound over a
 //                             sliding window (two_hull_estimator.h);
 //   AdaptiveWindowEstimator   several two-hull windows side by side,
-//                             answering from the one that predicts best
-//                             (adaptive_estimator.h).
+//                             answering from the one (or the mean of two
+//                             neighbours) that later low-delay samples show
+//                             significantly better (adaptive_estimator.h).
 //
 // Sign convention (used everywhere in clocksync):
 //   x      local time (this node's clock), ns
@@ -115,16 +116,16 @@ struct EstimatorStats {
 };
 
 struct AdaptiveConfig {
-  // The longest window and everything else: see EstimatorConfig.
-  EstimatorConfig base;
+  // The longest window and everything else: see EstimatorConfig. The
+  // library's default is 600 s × 5 levels (600 down to 37.5 s: the best
+  // measured, docs/ACCURACY.md); the daemon's is 300 s × 4 (its
+  // configuration's window and window_levels).
+  EstimatorConfig base{.window_ns = 600'000'000'000};
   // Windows base.window_ns / 2^k for k in [0, levels); 1 = fixed window.
-  int levels = 4;
-  // Memory of the prediction scores.
-  int64_t score_time_constant_ns = 120'000'000'000;
+  int levels = 5;
+  // Memory of the window scores (adaptive_estimator.h).
+  int64_t score_time_constant_ns = 600'000'000'000;
 };
-
-// Returns an empty string when valid, else "key: reason".
-std::string ValidateAdaptiveConfig(const AdaptiveConfig& config);
 
 // Returns an empty string when valid, else "key: reason".
 std::string ValidateAdaptiveConfig(const AdaptiveConfig& config);

@@ -221,6 +221,11 @@ double TwoHullEstimator::AllowanceNs(int64_t x_rel) const {
   return config_.wander_ppb_per_sqrt_s * seconds * std::sqrt(seconds);
 }
 
+double TwoHullEstimator::AllowanceAtNs(int64_t local_ns) const {
+  if (requests_.empty()) return 0;
+  return AllowanceNs(local_ns - anchor_x_);
+}
+
 TimeEstimate TwoHullEstimator::Estimate(int64_t local_ns) const {
   TimeEstimate e;
   if (requests_.empty() || sep_dirty_ || !sep_.bounded || !sep_.feasible) {

@@ -73,6 +73,9 @@ class TwoHullEstimator final : public Estimator {
   }
   // Bytes held by the window and hulls.
   size_t memory_bytes() const;
+  // The wander allowance (see EstimatorConfig) Estimate(local_ns) adds on
+  // each side of the hulls' range, ns; 0 with an empty window.
+  double AllowanceAtNs(int64_t local_ns) const;
 
  private:
   HullChains Chains() const;

@@ -1,8 +1,9 @@
-// The two-hull estimator on every standard scenario (hull/scenarios.h),
-// against the known truth: RMS and maximum error of the estimate, and
-// whether [earliest, latest] contains the truth, at every sample after the
-// first minute and, during outages, once a second in holdover. Prints a
-// table (see the test log) that docs/ACCURACY.md quotes.
+// The two-hull estimator on every standard scenario (hull/sim/scenarios.h),
+// against the known truth (hull/sim/accuracy.h): RMS and maximum error of
+// the estimate, and whether [earliest, latest] contains the truth, at every
+// sample after the first minute and, during outages, once a second in
+// holdover; and the accuracy table's short form (scenario × fixed windows ×
+// adaptive), printed in the log, whose long form docs/ACCURACY.md quotes.
 
 #include <algorithm>
 #include <cmath>
@@ -13,6 +14,7 @@
 
 #include "gtest/gtest.h"
 #include "hull/adaptive_estimator.h"
+#include "hull/sim/accuracy.h"
 #include "hull/sim/scenarios.h"
 #include "hull/two_hull_estimator.h"
 
@@ -21,81 +23,23 @@ namespace {
 
 constexpr int64_t kS = 1'000'000'000;
 
-struct Result {
-  int checks = 0;
-  double rms_ns = 0;
-  int64_t max_abs_ns = 0;
-  double mean_half_width_ns = 0;
-  int violations = 0;
-  int violations_near_step = 0;  // Within 10 s after a step.
-  int holdover_checks = 0;
-  int holdover_violations = 0;
-  uint64_t inconsistencies = 0;
-  double worst_holdover_half_width_ns = 0;
-};
+using Result = AccuracyResult;
 
 template <typename Estimator, typename Config>
 Result RunScenario(const Scenario& scenario, const Config& config) {
-  Result r;
   Estimator est(config);
-  ProbeSimulator sim(scenario.params);
-  // A second simulator with the same seed gives local readings between
-  // samples without disturbing the first one's random stream.
-  ProbeSimulator clock(scenario.params);
-  SimulatedSample s;
-  double sum_sq = 0, sum_width = 0;
-  int64_t last_true = 0;
-  auto near_step = [&](int64_t true_ns) {
-    for (const ClockStep& step : scenario.params.clock.steps) {
-      if (true_ns >= step.at_ns && true_ns < step.at_ns + 10 * kS) return true;
-    }
-    return false;
-  };
-  while (sim.Next(&s)) {
-    // Holdover: once a second between samples more than 2 s apart.
-    for (int64_t t = last_true + 2 * kS; t < s.true_ns - kS && last_true > 60 * kS;
-         t += kS) {
-      const TimeEstimate e = est.Estimate(clock.LocalAt(t));
-      if (e.state == SyncState::kUnsynced) continue;
-      const int64_t truth = clock.GlobalAt(t);
-      ++r.holdover_checks;
-      if (truth < e.earliest_ns || truth > e.latest_ns) ++r.holdover_violations;
-      r.worst_holdover_half_width_ns = std::max(
-          r.worst_holdover_half_width_ns, (e.latest_ns - e.earliest_ns) / 2.0);
-    }
-    last_true = s.true_ns;
-    est.Add(s.sample);
-    if (s.true_ns < 60 * kS) continue;
-    const TimeEstimate e = est.Estimate(s.sample.t4_ns);
-    if (e.state == SyncState::kUnsynced) continue;
-    const int64_t truth = s.true_global_at_t4_ns;
-    const int64_t error = e.global_ns - truth;
-    const bool inside = truth >= e.earliest_ns && truth <= e.latest_ns;
-    if (near_step(s.true_ns)) {
-      if (!inside) ++r.violations_near_step;
-      continue;
-    }
-    ++r.checks;
-    sum_sq += static_cast<double>(error) * error;
-    sum_width += (e.latest_ns - e.earliest_ns) / 2.0;
-    r.max_abs_ns = std::max<int64_t>(r.max_abs_ns, std::llabs(error));
-    if (!inside) ++r.violations;
-  }
-  r.inconsistencies = est.stats().inconsistencies;
-  if (r.checks > 0) {
-    r.rms_ns = std::sqrt(sum_sq / r.checks);
-    r.mean_half_width_ns = sum_width / r.checks;
-  }
-  return r;
+  return MeasureAccuracy(scenario, est);
 }
 
 void Print(const std::string& name, const std::string& variant, const Result& r) {
-  std::printf("%-26s %-12s %7d %10.0f %10lld %12.0f %6d %6d %6llu %8d %6d\n",
-              name.c_str(), variant.c_str(), r.checks, r.rms_ns,
-              static_cast<long long>(r.max_abs_ns), r.mean_half_width_ns,
-              r.violations, r.violations_near_step,
+  std::printf("%-26s %-12s %7lld %10.0f %10lld %12.0f %6lld %6lld %6llu %8lld %6lld\n",
+              name.c_str(), variant.c_str(), static_cast<long long>(r.checks),
+              r.rms_ns(), static_cast<long long>(r.max_abs_ns),
+              r.mean_half_width_ns(), static_cast<long long>(r.violations),
+              static_cast<long long>(r.violations_near_step),
               static_cast<unsigned long long>(r.inconsistencies),
-              r.holdover_checks, r.holdover_violations);
+              static_cast<long long>(r.holdover_checks),
+              static_cast<long long>(r.holdover_violations));
 }
 
 void PrintHeader() {
@@ -117,27 +61,31 @@ TEST_P(ScenarioTest, BoundContainsTruthAndErrorIsSmall) {
   Print(scenario.name, "adaptive", r);
   for (const Result* result : {&fixed, &r}) {
     EXPECT_GT(result->checks, 100);
+    // A fixed 300 s window cannot follow 114's swing (400 ppb in 7.5 min,
+    // far beyond the 1 ppb/sqrt(s) wander its bound allows for): its bound
+    // misses there, the adaptive one's holds (docs/ACCURACY.md).
+    if (result == &fixed && scenario.name == "114-thermal-swing") continue;
     EXPECT_EQ(result->violations, 0) << scenario.name;
     EXPECT_EQ(result->holdover_violations, 0) << scenario.name;
   }
   if (scenario.name == "108-asymmetric") {
     // No two-way method can see a constant asymmetry: the estimate is off
     // by half of it (30 us here), and the bound still holds.
-    EXPECT_NEAR(r.rms_ns, 30'000, 2'000);
+    EXPECT_NEAR(r.rms_ns(), 30'000, 2'000);
   } else {
     // Errors well inside the bound.
-    EXPECT_LT(r.rms_ns, r.mean_half_width_ns / 4) << scenario.name;
+    EXPECT_LT(r.rms_ns(), r.mean_half_width_ns() / 4) << scenario.name;
   }
   if (scenario.name == "101-chrony-default") {
-    EXPECT_LE(fixed.rms_ns, 2'000);  // The foundation issue's target.
-    EXPECT_LE(r.rms_ns, 2'000);
+    EXPECT_LE(fixed.rms_ns(), 2'000);  // The foundation issue's target.
+    EXPECT_LE(r.rms_ns(), 2'000);
   }
   if (scenario.name == "102-large-offset-linear") {
     EXPECT_EQ(r.inconsistencies, 0u);
   }
   if (scenario.name == "104-sine-temperature") {
     // The bend is what the adaptive window is for.
-    EXPECT_LT(r.rms_ns, fixed.rms_ns / 3);
+    EXPECT_LT(r.rms_ns(), fixed.rms_ns() / 3);
   }
   if (scenario.name == "105-step") {
     EXPECT_GE(r.inconsistencies, 1u);
@@ -199,25 +147,35 @@ TEST(DriftStabilityTest, ErrorDoesNotRampOnAStableClock) {
   EXPECT_LT(rms_ns, 50.0);
 }
 
-// Window length against a clock whose frequency bends (temperature) and one
-// that only wanders: shorter windows follow the bend, longer ones average
-// more delay noise. The table shows the trade-off the default sits on.
-TEST(WindowLengthTest, TradeOffOnBendingAndWanderingClocks) {
-  const std::vector<Scenario> all = StandardScenarios();
-  PrintHeader();
-  for (const char* name : {"101-chrony-default", "104-sine-temperature",
-                           "103-loopback-10hz"}) {
-    const Scenario* s = FindScenario(all, name);
-    ASSERT_NE(s, nullptr);
-    for (const int window_s : {30, 60, 120, 300}) {
-      EstimatorConfig c;
-      c.window_ns = window_s * kS;
-      const Result r = RunScenario<TwoHullEstimator>(*s, c);
-      Print(name, std::to_string(window_s) + "s", r);
-      EXPECT_EQ(r.violations, 0) << name << " window " << window_s;
+// The accuracy table of docs/ACCURACY.md in its short form (2 seeds, each
+// scenario half as long; //tools/simulate:accuracy_table prints the long
+// one, 10 seeds, and checks the targets there). Here: no bound of the
+// adaptive estimators misses the truth on any scenario, and the adaptive
+// choice stays near the best fixed window and near the 300 s window,
+// within tolerances wide enough for 2 short seeds and narrow enough that
+// a selector chasing delay noise fails (the one before the checkpoint
+// references was 5 to 117 times the best window on 103, 112 and 113).
+TEST(AccuracyTableTest, ShortForm) {
+  const std::vector<TableColumn> columns = StandardColumns();
+  const std::vector<TableRow> rows =
+      AccuracyTable(StandardScenarios(), columns, /*seeds=*/2, /*scale=*/0.5);
+  std::printf("%s", FormatAccuracyTable(columns, rows).c_str());
+  // Sub-ns differences (109) are rounding, not choice.
+  constexpr double kSlackNs = 2;
+  for (const TableRow& row : rows) {
+    for (const int c : {kAdaptiveColumn, kDaemonColumn}) {
+      const AccuracyResult& r = row.results[c];
+      EXPECT_GT(r.checks, 100) << row.scenario;
+      EXPECT_EQ(r.violations, 0) << row.scenario << " " << columns[c].name;
+      EXPECT_EQ(r.holdover_violations, 0)
+          << row.scenario << " " << columns[c].name;
     }
-    const Result adaptive = RunScenario<AdaptiveWindowEstimator>(*s, AdaptiveConfig());
-    Print(name, "adaptive", adaptive);
+    const double adaptive = row.results[kAdaptiveColumn].rms_ns();
+    EXPECT_LE(adaptive, 2.5 * row.best_fixed_rms_ns() + kSlackNs)
+        << row.scenario;
+    EXPECT_LE(adaptive,
+              1.25 * row.results[kFixed300Column].rms_ns() + kSlackNs)
+        << row.scenario;
   }
 }
 

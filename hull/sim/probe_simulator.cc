@@ -31,9 +31,19 @@ bool ProbeSimulator::Next(SimulatedSample* out) {
         (2 * unit(rng_) - 1) * params_.interval_jitter * params_.interval_ns;
     next_send_ns_ =
         send + params_.interval_ns + static_cast<int64_t>(std::llround(jitter));
-    const int64_t arrive = send + Delay(params_.forward);
+    int64_t forward = Delay(params_.forward);
+    int64_t backward = Delay(params_.backward);
+    // Extra draws only inside an episode, so scenarios without congestion
+    // keep their random streams.
+    for (const CongestionEpisode& episode : params_.congestion) {
+      if (send >= episode.begin_ns && send < episode.end_ns) {
+        forward += Delay(episode.forward_extra);
+        backward += Delay(episode.backward_extra);
+      }
+    }
+    const int64_t arrive = send + forward;
     const int64_t reply = arrive + params_.turnaround_ns;
-    const int64_t back = reply + Delay(params_.backward);
+    const int64_t back = reply + backward;
     const bool lost = unit(rng_) < params_.loss;
     bool in_outage = false;
     for (const auto& [begin, end] : params_.outages) {

@@ -28,6 +28,17 @@ struct DelayParams {
   double pareto_scale_ns = 0;
 };
 
+// A congestion episode: during [begin_ns, end_ns) (true ns since the
+// origin, by the probe's send time) each direction's delay gets an extra
+// delay drawn from `forward_extra` / `backward_extra` on top of the usual
+// one (a standing queue as extra min_ns, bursts as extra jitter).
+struct CongestionEpisode {
+  int64_t begin_ns = 0;
+  int64_t end_ns = 0;
+  DelayParams forward_extra{0, 0};
+  DelayParams backward_extra{0, 0};
+};
+
 struct SimulationParams {
   ClockModelParams clock;
   // Global time at the origin (Unix epoch ns), and the child's local clock
@@ -44,6 +55,8 @@ struct SimulationParams {
   double loss = 0;                 // Probability a probe or reply is lost.
   // [begin, end) in true ns since the origin: no probes get through.
   std::vector<std::pair<int64_t, int64_t>> outages;
+  // Congestion episodes (extra queueing delay), in time order.
+  std::vector<CongestionEpisode> congestion;
   int64_t duration_ns = 3'600'000'000'000;
   uint64_t seed = 1;
 };

@@ -154,6 +154,102 @@ std::vector<Scenario> StandardScenarios() {
     s.params.seed = 109;
     all.push_back(s);
   }
+  {
+    // chrony's simulation model with a slow, jittery path: the long
+    // windows win (a 600 s window beats 300 s), and midpoint residuals are
+    // dominated by the jitter, 10 times the 101 case.
+    Scenario s{"110-chrony-1ms-jitter",
+               "freq 1e-4, wander 1 ppb/sqrt(s), delay 100 us + exp(1 ms) "
+               "each way, 1 Hz, 1 h",
+               {}};
+    s.params.clock.frequency_ppm = 100;
+    s.params.clock.wander_ppb_per_sqrt_s = 1;
+    s.params.clock.offset_ns = -2 * kS;
+    s.params.forward = s.params.backward = Exponential(100 * kUs, 1 * kMs);
+    s.params.interval_ns = kS;
+    s.params.duration_ns = 3600 * kS;
+    s.params.seed = 110;
+    all.push_back(s);
+  }
+  {
+    // Heavy-tailed queueing (Pareto, infinite variance for alpha < 2) at a
+    // high probe rate: many near-minimum samples, and rare huge outliers
+    // that dominate any mean of residuals.
+    Scenario s{"111-pareto-10hz",
+               "freq -25 ppm, wander 1, delay 50 us + Pareto(1.2, 20 us) "
+               "each way, 10 Hz, 30 min",
+               {}};
+    s.params.clock.frequency_ppm = -25;
+    s.params.clock.wander_ppb_per_sqrt_s = 1;
+    DelayParams d;
+    d.min_ns = 50 * kUs;
+    d.pareto_alpha = 1.2;
+    d.pareto_scale_ns = 20 * kUs;
+    s.params.forward = s.params.backward = d;
+    s.params.interval_ns = 100 * kMs;
+    s.params.duration_ns = 1800 * kS;
+    s.params.seed = 111;
+    all.push_back(s);
+  }
+  {
+    // Jitter on one direction only (a loaded uplink): the midpoint of a
+    // sample is biased by half the forward jitter; the hulls are not.
+    Scenario s{"112-asymmetric-jitter-20hz",
+               "freq 12 ppm, wander 1, forward 40 us + exp(40 us), backward "
+               "40 us + exp(4 us), 20 Hz, 20 min",
+               {}};
+    s.params.clock.frequency_ppm = 12;
+    s.params.clock.wander_ppb_per_sqrt_s = 1;
+    s.params.forward = Exponential(40 * kUs, 40 * kUs);
+    s.params.backward = Exponential(40 * kUs, 4 * kUs);
+    s.params.interval_ns = 50 * kMs;
+    s.params.duration_ns = 1200 * kS;
+    s.params.seed = 112;
+    all.push_back(s);
+  }
+  {
+    // Congestion episodes: for 90 s in every 5 minutes a queue builds on
+    // the forward path (a standing 300 us plus bursts) and a little on the
+    // way back. No sample of an episode is near the hulls.
+    Scenario s{"113-congestion",
+               "freq 30 ppm, wander 1, delay 20 us + exp(20 us), 4 Hz, 40 min; "
+               "every 5 min 90 s of +300 us + exp(400 us) forward, "
+               "+exp(50 us) back",
+               {}};
+    s.params.clock.frequency_ppm = 30;
+    s.params.clock.wander_ppb_per_sqrt_s = 1;
+    s.params.forward = s.params.backward = Exponential(20 * kUs, 20 * kUs);
+    s.params.interval_ns = 250 * kMs;
+    s.params.duration_ns = 2400 * kS;
+    for (int64_t begin_s = 150; begin_s < 2400; begin_s += 300) {
+      CongestionEpisode e;
+      e.begin_ns = begin_s * kS;
+      e.end_ns = (begin_s + 90) * kS;
+      e.forward_extra = Exponential(300 * kUs, 400 * kUs);
+      e.backward_extra = Exponential(0, 50 * kUs);
+      s.params.congestion.push_back(e);
+    }
+    s.params.seed = 113;
+    all.push_back(s);
+  }
+  {
+    // A thermal swing faster than 104's: 400 ppb over a 15-minute cycle
+    // (a machine whose load, hence temperature, cycles), low jitter at 2 Hz:
+    // the bend, not the jitter, limits the long windows.
+    Scenario s{"114-thermal-swing",
+               "freq -8 ppm + 400 ppb sine over 15 min, wander 1, delay "
+               "15 us + exp(15 us), 2 Hz, 1 h",
+               {}};
+    s.params.clock.frequency_ppm = -8;
+    s.params.clock.wander_ppb_per_sqrt_s = 1;
+    s.params.clock.sine_amplitude_ppb = 400;
+    s.params.clock.sine_period_s = 900;
+    s.params.forward = s.params.backward = Exponential(15 * kUs, 15 * kUs);
+    s.params.interval_ns = 500 * kMs;
+    s.params.duration_ns = 3600 * kS;
+    s.params.seed = 114;
+    all.push_back(s);
+  }
   return all;
 }
 
