@@ -295,6 +295,8 @@ absl::StatusOr<DaemonConfig> ValidateConfig(const ConfigProto& c,
   d.lease_ns = ns["lease"];
   d.missed_probes_for_loss = c.missed_probes_for_loss();
   d.leave_grace_ns = ns["leave_grace"];
+  d.master_priority = c.master_priority();
+  d.takeover_after_ns = ns["takeover_after"];
   d.listen = c.listen();
   d.grpc_listen = c.grpc_listen();
   d.admin_socket = c.admin_socket();
@@ -343,13 +345,16 @@ absl::StatusOr<DaemonConfig> ValidateConfig(const ConfigProto& c,
   if (d.master && !d.parent.empty()) {
     return bad("parent", absl::StrCat("a master has no parent", got("parent")));
   }
-  if (d.master && !d.join.empty()) {
-    return bad("join", absl::StrCat("a master joins nobody", got("join")));
-  }
   if (!d.master && d.parent.empty() == d.join.empty()) {
     return d.parent.empty()
                ? bad("join", "required unless --master or --parent (a static tree)")
                : bad("join", "give --join or --parent, not both");
+  }
+  if (d.master_priority > 0 && !d.master && d.join.empty()) {
+    return bad("master_priority",
+               absl::StrCat("a candidate needs join (a pinned node cannot "
+                            "move to take over)",
+                            got("master_priority")));
   }
   if (!d.parent_grpc.empty() && d.parent.empty()) {
     return bad("parent_grpc",
@@ -491,6 +496,8 @@ absl::StatusOr<DaemonConfig> ValidateConfig(const ConfigProto& c,
     m.master = d.master;
     m.max_children = d.max_children;
     m.lease_ns = d.lease_ns;
+    m.master_priority = d.master_priority;
+    m.takeover_after_ns = d.takeover_after_ns;
     for (const std::string& seed : d.join) m.seeds.push_back({"", "", seed});
     if (!d.parent_grpc.empty()) m.pinned_parent = NodeRef{"", d.parent, d.parent_grpc};
     MembershipAgentOptions o;

@@ -44,7 +44,7 @@ std::string WriteFile(const std::string& name, const std::string& text) {
 }
 
 TEST(ConfigSchemaTest, EveryKeyIsDocumentedAndEveryRangeParses) {
-  ASSERT_EQ(ConfigKeys().size(), 35u);
+  ASSERT_EQ(ConfigKeys().size(), 37u);
   for (const ConfigKey* key : ConfigKeys()) {
     EXPECT_FALSE(key->options().GetExtension(config::doc).empty()) << key->name();
     const absl::StatusOr<std::optional<ValueRange>> range = RangeOf(key);
@@ -281,7 +281,13 @@ TEST(ConfigTest, EveryValidationErrorNamesItsFlag) {
        "bad flag --join: required unless --master or --parent (a static tree)"},
       {{"--master", "--parent=a:1"},
        "bad flag --parent: a master has no parent, got \"a:1\""},
-      {{"--master", "--join=a:1"}, "bad flag --join: a master joins nobody, got \"a:1\""},
+      {{"--node_id=n", "--parent=a:1", "--master_priority=3"},
+       "bad flag --master_priority: a candidate needs join (a pinned node "
+       "cannot move to take over), got 3"},
+      {{"--node_id=n", "--join=a:1", "--master_priority=256"},
+       "bad flag --master_priority: must be between 0 and 255, got 256"},
+      {{"--node_id=n", "--join=a:1", "--takeover_after=10ms"},
+       "bad flag --takeover_after: "},
       {{"--node_id=n", "--join=a:1", "--parent=b:2"},
        "bad flag --join: give --join or --parent, not both"},
       {{"--node_id=n", "--join=a:1", "--parent_grpc=b:2"},

@@ -27,36 +27,6 @@
 #include "spdlog/spdlog.h"
 
 namespace clocksync {
-namespace {
-
-
-clocksync_state ToShmState(hull::SyncState s) {
-  switch (s) {
-    case hull::SyncState::kUnsynced:
-      return CLOCKSYNC_STATE_UNSYNCED;
-    case hull::SyncState::kSynced:
-      return CLOCKSYNC_STATE_SYNCED;
-    case hull::SyncState::kRecovering:
-      return CLOCKSYNC_STATE_RECOVERING;
-  }
-  return CLOCKSYNC_STATE_UNSYNCED;
-}
-
-const char* StateName(clocksync_state s) {
-  switch (s) {
-    case CLOCKSYNC_STATE_SYNCED:
-      return "synced";
-    case CLOCKSYNC_STATE_RECOVERING:
-      return "recovering";
-    case CLOCKSYNC_STATE_HOLDOVER:
-      return "holdover";
-    default:
-      return "unsynced";
-  }
-}
-
-}  // namespace
-
 // Global time of this node as its children see it: our own published
 // mapping, read back through the client library (the same numbers our
 // local applications read).
@@ -128,6 +98,16 @@ class Daemon::View : public NodeView {
     if (agent == nullptr) return NoMembership();
     return agent->HandleHeartbeat(request);
   }
+  absl::StatusOr<PeerResponse> Peer(const PeerRequest& request) override {
+    MembershipAgent* agent = agent_.load();
+    if (agent == nullptr) return NoMembership();
+    return agent->HandlePeer(request);
+  }
+  absl::Status Handover(const HandoverRequest& request) override {
+    MembershipAgent* agent = agent_.load();
+    if (agent == nullptr) return NoMembership();
+    return agent->HandleHandover(request);
+  }
 
  private:
   absl::Status NoMembership() const {
@@ -190,7 +170,9 @@ absl::Status Daemon::Start() {
   publisher_options.layout_version =
       config_.tsc ? CLOCKSYNC_SHM_LAYOUT_VERSION : CLOCKSYNC_SHM_LAYOUT_VERSION_1;
   // A master names its tree; a node learns the name when it attaches.
-  if (config_.master) publisher_options.tree_id = ShmPublisher::TreeIdOfMaster(config_.node_id);
+  if (config_.master) {
+    publisher_options.tree_id = ShmPublisher::TreeIdOfMaster(config_.node_id);
+  }
   absl::StatusOr<ShmPublisher> publisher =
       ShmPublisher::Open(config_.shm_path, std::move(publisher_options));
   if (!publisher.ok()) return failed("shm_path", config_.shm_path, publisher.status());
@@ -205,6 +187,7 @@ absl::Status Daemon::Start() {
   }
   absl::StatusOr<Clock> self = Clock::Open(config_.shm_path);
   if (!self.ok()) return failed("shm_path", config_.shm_path, self.status());
+  master_now_ = anchored_master_ = config_.master;
   depth_ = config_.master ? 0 : 1;
   depth_for_children_.store(depth_);
   published_time_ =
@@ -310,6 +293,10 @@ absl::Status Daemon::Start() {
     m.max_children = config_.max_children;
     m.lease_ns = config_.lease_ns;
     m.missed_probes_for_loss = config_.missed_probes_for_loss;
+    m.master_priority = config_.master_priority;
+    m.takeover_after_ns = config_.takeover_after_ns;
+    // A peer's answer is news for two poll rounds.
+    m.peer_answer_valid_ns = 4 * config_.heartbeat_interval_ns + 500'000'000;
     for (const std::string& seed : config_.join) m.seeds.push_back({"", "", seed});
     if (!config_.parent_grpc.empty()) {
       m.pinned_parent = NodeRef{"", config_.parent, config_.parent_grpc};
@@ -326,6 +313,8 @@ absl::Status Daemon::Start() {
     loss.heartbeat_alive_ns = 2 * o.heartbeat_interval_ns + o.rpc_timeout_ns;
     o.probe_sender_id = NodeIdHash();
     o.probe_key = probe_key_;
+    o.peer_poll_interval_ns = 2 * config_.heartbeat_interval_ns;
+    o.peer_rpc_timeout_ns = std::min<int64_t>(o.rpc_timeout_ns, o.peer_poll_interval_ns);
     spdlog::info("{}: membership as {} (probes {}, gRPC {}), max {} children{}",
                  config_.node_id, config_.master ? "master" : "node",
                  m.self.probe_address, m.self.grpc_address, m.max_children,
@@ -335,6 +324,13 @@ absl::Status Daemon::Start() {
     agent_ = std::make_unique<MembershipAgent>(std::move(m), o);
     view_->SetAgent(agent_.get());
     agent_->Start();
+    if (config_.master && !agent_->is_master()) {
+      // A returning master: another one took over meanwhile (the agent
+      // found it through the seeds and joins it).
+      master_now_ = anchored_master_ = false;
+      depth_ = 1;
+      depth_for_children_.store(depth_);
+    }
   }
   responder_thread_ = std::thread([this] {
     const absl::Status served = responder_->Serve(responder_stop_);
@@ -344,7 +340,7 @@ absl::Status Daemon::Start() {
   });
   spdlog::info("clocksyncd {}: {}, probes answered on port {}, mapping in {}",
                config_.node_id,
-               config_.master ? "master (its clock is global time)"
+               master_now_ ? "master (its clock is global time)"
                : config_.parent.empty()
                    ? "node joining through " + absl::StrJoin(config_.join, ",")
                    : "node, pinned parent " + config_.parent,
@@ -408,222 +404,24 @@ absl::Status Daemon::RetargetRequester(const std::string& probe_address) {
   return absl::OkStatus();
 }
 
-bool Daemon::ShouldEnd() {
-  if (stop_now_.load()) return true;
-  if (!stop_.load()) return false;
-  if (!agent_) return true;
-  if (!leave_thread_.joinable()) {
-    // Leave in another thread: our children keep probing us meanwhile.
-    leave_thread_ = std::thread([this] {
-      agent_->LeaveAndStop(config_.leave_grace_ns);
-      leave_done_.store(true);
-    });
-  }
-  return leave_done_.load();
-}
-
-void Daemon::Run() {
-  if (config_.master) {
-    RunMaster();
-  } else {
-    RunNode();
-  }
-  {
-    // A reload handed over too late is not applied: say so.
-    std::lock_guard<std::mutex> lock(reload_mu_);
-    loop_ended_ = true;
-    if (pending_reload_) {
-      pending_reload_.reset();
-      reload_result_ = absl::CancelledError("the daemon is stopping");
-      reload_done_.notify_all();
-    }
-  }
-  Shutdown();
-}
-
-void Daemon::RunMaster() {
-  while (!ShouldEnd()) {
-    const int64_t raw = probe::RawNowNs();
-    PublishMaster(raw);
-    MaybeUpdateTsc(raw);
-    WriteStatus(raw);
-    FinishPass(raw);
-    std::this_thread::sleep_for(std::chrono::nanoseconds(
-        WaitNs(raw, std::min<int64_t>(config_.probe_interval_ns, 50'000'000))));
-  }
-}
-
-void Daemon::PublishMaster(int64_t raw_ns) {
-  // The master's global time is its local clock, anchored to Unix time.
-  const int64_t global = LocalAt(raw_ns) + realtime_offset_ns_;
-  const int64_t ahead = LocalAt(raw_ns + 1'000'000'000) + realtime_offset_ns_;
-  SlewTarget t;
-  t.raw_ns = raw_ns;
-  t.global_ns = global;
-  t.rate_adj = static_cast<double>(ahead - global) / 1e9 - 1;
-  t.earliest_ns = t.latest_ns = global;
-  t.state = CLOCKSYNC_STATE_SYNCED;
-  t.depth = 0;
-  const Mapping m = slewer_.Update(t);
-  const absl::Status status = publisher_->Publish(m);
-  if (!status.ok()) spdlog::error("publish failed: {}", status.ToString());
-  published_state_ = m.state;
-  ++stats_.publishes;
-}
-
-void Daemon::RunNode() {
-  std::mt19937_64 rng(NodeIdHash() ^ static_cast<uint64_t>(start_raw_ns_));
-  std::uniform_real_distribution<double> jitter(-config_.probe_jitter,
-                                                config_.probe_jitter);
-  int64_t next_probe = probe::RawNowNs();
-  while (!ShouldEnd()) {
-    if (agent_) {
-      const MembershipAgent::ProbeTarget target = agent_->probe_target();
-      if (target.generation != target_generation_ && target.parent) {
-        const absl::Status retargeted =
-            RetargetRequester(target.parent->probe_address);
-        if (retargeted.ok()) {
-          target_generation_ = target.generation;
-          next_probe = probe::RawNowNs();
-        } else if (raw_error_logs_++ < 10) {
-          spdlog::warn("{}: cannot probe {}: {}", config_.node_id,
-                       target.parent->probe_address, retargeted.ToString());
-        }
-      }
-      if (tree_id_generation_ != target_generation_ && UpdateTreeId()) {
-        tree_id_generation_ = target_generation_;
-      }
-    }
-    const int64_t now = probe::RawNowNs();
-    if (!requester_) {
-      // Not attached yet: nothing to probe.
-      std::this_thread::sleep_for(std::chrono::nanoseconds(WaitNs(now, 20'000'000)));
-      PublishNode(now);
-      MaybeUpdateTsc(now);
-      WriteStatus(now);
-      FinishPass(now);
-      continue;
-    }
-    if (now >= next_probe) {
-      const absl::Status sent = requester_->SendProbe();
-      if (sent.ok() && agent_) agent_->OnProbeSent(now);
-      if (!sent.ok() && raw_error_logs_++ < 10) {
-        spdlog::warn("{}: probe to {} not sent: {}", config_.node_id,
-                     requester_->parent_address(), sent.ToString());
-      }
-      next_probe = now + static_cast<int64_t>(config_.probe_interval_ns *
-                                              (1 + jitter(rng)));
-    }
-    // Woken at least every 100 ms (and by each watchdog ping due) however
-    // rarely it probes.
-    const int timeout_ms = static_cast<int>(
-        WaitNs(now, std::clamp<int64_t>(next_probe - now, 0, 100'000'000)) /
-        1'000'000);
-    const absl::StatusOr<int> polled =
-        requester_->Poll(timeout_ms, [&](const probe::ProbeResult& reply) {
-      if (agent_) agent_->OnProbeAnswered(probe::RawNowNs());
-      parent_state_ = reply.parent_state;
-      if (reply.parent_state == CLOCKSYNC_STATE_UNSYNCED ||
-          reply.parent_state == CLOCKSYNC_STATE_UNSPECIFIED) {
-        // The parent has no global time yet: its stamps mean nothing.
-        ++stats_.samples_from_unsynced_parent;
-        return;
-      }
-      const bool accepted = hull::IsAccepted(estimator_->Add(reply.sample));
-      if (accepted) {
-        ++stats_.samples_used;
-        last_reply_raw_ns_ = probe::RawNowNs();
-        depth_ = reply.parent_depth + 1u;
-        depth_for_children_.store(depth_);
-      }
-      if (sample_log_ != nullptr) LogSample(reply, accepted);
-    });
-    if (agent_) {
-      const int64_t rtt = estimator_->stats().min_round_trip_ns;
-      agent_->SetParentRoundTripNs(rtt > 0 ? rtt : -1);
-    }
-    if (!polled.ok() && raw_error_logs_++ < 10) {
-      spdlog::warn("{}: receiving replies failed: {}", config_.node_id,
-                   polled.status().ToString());
-    }
-    const int64_t raw = probe::RawNowNs();
-    PublishNode(raw);
-    MaybeUpdateTsc(raw);
-    WriteStatus(raw);
-    FinishPass(raw);
-  }
-}
-
-bool Daemon::UpdateTreeId() {
-  const MembershipAgent::Snapshot m = agent_->snapshot();
-  if (m.state != MembershipState::kAttached || m.ancestors.empty()) return false;
-  const uint64_t id = ShmPublisher::TreeIdOfMaster(m.ancestors.front().node_id);
-  if (id != publisher_->tree_id()) publisher_->SetTreeId(id);
-  return true;
-}
-
-void Daemon::PublishNode(int64_t raw_ns) {
-  SlewTarget t;
-  t.raw_ns = raw_ns;
-  t.depth = depth_;
-  const hull::TimeEstimate now = estimator_->Estimate(LocalAt(raw_ns));
-  if (now.state == hull::SyncState::kUnsynced) {
-    t.state = CLOCKSYNC_STATE_UNSYNCED;
-  } else {
-    // Rate and bound growth of the estimate as seen from the raw clock,
-    // from its values 1 s and 10 s ahead (the bound's growth is convex:
-    // the secant over 10 s is an upper envelope up to then).
-    const hull::TimeEstimate in_1s =
-        estimator_->Estimate(LocalAt(raw_ns + 1'000'000'000));
-    const hull::TimeEstimate in_10s =
-        estimator_->Estimate(LocalAt(raw_ns + 10'000'000'000));
-    auto half = [](const hull::TimeEstimate& e) {
-      return std::max(e.latest_ns - e.global_ns, e.global_ns - e.earliest_ns);
-    };
-    t.global_ns = now.global_ns;
-    t.rate_adj = static_cast<double>(in_1s.global_ns - now.global_ns) / 1e9 - 1;
-    // The parent's bound is already in the estimate (each sample was
-    // widened by it), so bounds add up down the tree.
-    t.earliest_ns = now.earliest_ns;
-    t.latest_ns = now.latest_ns;
-    t.bound_growth_ppb =
-        std::max<double>(0, static_cast<double>(half(in_10s) - half(now)) / 10.0) +
-        std::fabs(static_cast<double>(in_10s.global_ns - now.global_ns) / 1e10 -
-                  1 - t.rate_adj) * 1e9;
-    t.state = ToShmState(now.state);
-    if (raw_ns - last_reply_raw_ns_ > config_.holdover_after_ns ||
-        parent_state_ == CLOCKSYNC_STATE_HOLDOVER) {
-      t.state = CLOCKSYNC_STATE_HOLDOVER;
-    }
-    const uint64_t inconsistencies = estimator_->stats().inconsistencies;
-    t.jump_detected = inconsistencies != inconsistencies_seen_;
-    inconsistencies_seen_ = inconsistencies;
-  }
-  const Mapping m = slewer_.Update(t);
-  const absl::Status status = publisher_->Publish(m);
-  if (!status.ok()) spdlog::error("publish failed: {}", status.ToString());
-  if (m.state != published_state_) {
-    const bool parent_holds_over = m.state == CLOCKSYNC_STATE_HOLDOVER &&
-                                   parent_state_ == CLOCKSYNC_STATE_HOLDOVER &&
-                                   raw_ns - last_reply_raw_ns_ <= config_.holdover_after_ns;
-    spdlog::info("{}: state {} -> {}{}{}", config_.node_id, StateName(published_state_),
-                 StateName(m.state), m.stepped ? " (stepped)" : "",
-                 parent_holds_over ? " (the parent is in holdover)" : "");
-  }
-  published_state_ = m.state;
-  published_bound_ns_ = m.bound_at_anchor_ns;
-  ++stats_.publishes;
-}
-
 void Daemon::UpdateSnapshot(int64_t raw_ns) {
   NodeStatus st;
   st.set_node_id(config_.node_id);
-  st.set_role(config_.master ? ROLE_MASTER : ROLE_NODE);
+  st.set_role(master_now_ ? ROLE_MASTER : ROLE_NODE);
   st.set_depth(depth_);
-  st.set_parent(requester_ ? requester_->parent_address() : config_.parent);
+  st.set_parent(master_now_ ? "" : requester_ ? requester_->parent_address() : config_.parent);
+  st.set_mapping_steps(slewer_.steps());
+  st.set_has_master(master_now_);
   if (agent_) {
     const MembershipAgent::Snapshot m = agent_->snapshot();
     if (m.state == MembershipState::kAttached) st.set_depth(m.depth);
+    st.set_term(m.term);
+    if (m.master) st.set_master_id(m.master->node_id);
+    for (const Candidate& c : m.candidates) *st.add_candidates() = ToProto(c);
+    st.set_master_priority(static_cast<uint32_t>(m.master_priority));
+    st.set_takeovers(m.takeovers);
+    st.set_masterless_ns(m.masterless_ns);
+    st.set_has_master(m.has_master);
     for (const NodeRef& a : m.ancestors) *st.add_ancestors() = ToProto(a);
     st.set_children_count(m.children);
     st.set_joins(m.joins);
@@ -650,7 +448,7 @@ void Daemon::UpdateSnapshot(int64_t raw_ns) {
   if (publisher_ && slewer_.synchronized()) {
     st.set_global_time_ns(slewer_.PublishedAt(raw_ns));
   }
-  if (!config_.master) {
+  if (!anchored_master_) {
     const hull::TimeEstimate e = estimator_->Estimate(LocalAt(raw_ns));
     const hull::EstimatorStats& stats = estimator_->stats();
     const hull::Estimator& est = *estimator_;
@@ -699,16 +497,17 @@ void Daemon::WriteStatus(int64_t raw_ns) {
   if (raw_ns >= next_log_raw_ns_) {
     next_log_raw_ns_ = raw_ns + config_.log_interval_ns;
     LogDroppedProbes();
-    if (!config_.master && !requester_) {
+    if (!master_now_ && !requester_) {
       spdlog::info("{}: not attached yet, joining through {}", config_.node_id,
                    absl::StrJoin(config_.join, ","));
-    } else if (!config_.master) {
+    } else if (!anchored_master_) {
       const hull::TimeEstimate e = estimator_->Estimate(LocalAt(raw_ns));
       const hull::Estimator& est = *estimator_;
       spdlog::info(
-          "{}: {} depth {} offset {} ns drift {:.1f} ppb bound ±{} ns window "
+          "{}: {}{} depth {} offset {} ns drift {:.1f} ppb bound ±{} ns window "
           "{} samples ({:.0f} s) sent {} answered {} lost {}",
-          config_.node_id, StateName(published_state_), depth_, e.offset_ns,
+          config_.node_id, master_now_ ? "master by takeover, " : "",
+          MappingStateName(published_state_), depth_, e.offset_ns,
           e.drift_ppb, published_bound_ns_, est.window_samples(),
           est.window_span_ns() * 1e-9,
           probes_sent_before_ + (requester_ ? requester_->counters().sent.load() : 0),
@@ -729,23 +528,30 @@ void Daemon::WriteStatus(int64_t raw_ns) {
 
 std::string Daemon::StatusFileText(int64_t raw_ns) const {
   const double drift_ppb =
-      config_.master ? 0 : estimator_->Estimate(local_clock_->LocalAt(raw_ns)).drift_ppb;
+      anchored_master_ ? 0 : estimator_->Estimate(local_clock_->LocalAt(raw_ns)).drift_ppb;
   // The parent by id when membership knows it ("-" for the master, "?"
   // while detached), else the pinned parent's probe address.
-  std::string parent = config_.master ? "-" : config_.parent;
-  uint32_t depth = depth_;
+  std::string parent = master_now_ ? "-" : config_.parent;
+  uint32_t depth = master_now_ ? 0 : depth_;
+  uint64_t term = 0;
+  std::string master = master_now_ ? config_.node_id : "?";
   if (agent_) {
     const MembershipAgent::Snapshot m = agent_->snapshot();
-    if (!config_.master) parent = m.parent ? m.parent->node_id : "?";
+    if (!master_now_) parent = m.parent ? m.parent->node_id : "?";
     if (m.state == MembershipState::kAttached) depth = m.depth;
+    term = m.term;
+    if (m.master && !m.master->node_id.empty()) master = m.master->node_id;
   }
   return absl::StrFormat(
       "node_id=%s state=%s depth=%u parent=%s samples=%zu bound_ns=%lld "
-      "drift_ppb=%.1f tsc_error_ns=%lld\n",
-      config_.node_id.c_str(), StateName(published_state_), depth,
-      parent.c_str(), config_.master ? size_t{0} : estimator_->window_samples(),
+      "drift_ppb=%.1f tsc_error_ns=%lld role=%s term=%llu master=%s "
+      "steps=%llu\n",
+      config_.node_id.c_str(), MappingStateName(published_state_), depth,
+      parent.c_str(), anchored_master_ ? size_t{0} : estimator_->window_samples(),
       static_cast<long long>(published_bound_ns_), drift_ppb,
-      static_cast<long long>(tsc_published_error_ns_));
+      static_cast<long long>(tsc_published_error_ns_),
+      master_now_ ? "master" : "node", static_cast<unsigned long long>(term),
+      master.c_str(), static_cast<unsigned long long>(slewer_.steps()));
 }
 
 void Daemon::Shutdown() {

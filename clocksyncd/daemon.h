@@ -4,7 +4,10 @@
 // time; any other node probes its parent continuously, feeds the samples to
 // the adaptive two-hull estimator, slews the result into the mapping it
 // publishes in shared memory, and answers its own children's probes with
-// that mapping (so global time and its bound flow down the tree).
+// that mapping (so global time and its bound flow down the tree). A
+// candidate (master_priority) that takes over when the master is lost, or
+// is handed mastership, switches its loop to the master's role and keeps
+// publishing its synchronized mapping, with no step (sync_loop.cc).
 //
 // Lifecycle (chrony's main.c order): Start() opens the shared-memory
 // segment, the probe responder and, for a non-master, the probe requester;
@@ -32,6 +35,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <string>
 #include <thread>
 #include <utility>
@@ -84,6 +88,10 @@ struct DaemonConfig {
   int missed_probes_for_loss = 0;
   // On Stop(): longest wait for the children to re-attach elsewhere.
   int64_t leave_grace_ns = 0;
+  // Standby masters: 0 never; 1..255 a candidate (lower first).
+  int master_priority = 0;
+  // A candidate without a master this long takes over.
+  int64_t takeover_after_ns = 0;
   std::string listen;                    // Where this node answers probes.
   // gRPC status service (clocksyncctl); empty = none.
   std::string grpc_listen;
@@ -118,6 +126,10 @@ struct DaemonConfig {
   // Test feature: the master's segment, for truth_ns in sample_log.
   std::string truth_shm;
 };
+
+// "synced", "recovering", "holdover", "unsynced": for the log and the
+// status file.
+const char* MappingStateName(clocksync_state state);
 
 struct DaemonStats {
   std::atomic<uint64_t> samples_used{0};
@@ -169,10 +181,14 @@ class Daemon {
   class ModelClock;      // LocalClock of a modeled clock.
   class View;            // NodeView for the gRPC status service.
 
-  void RunMaster();
-  void RunNode();
+  // The sync loop (sync_loop.cc): each pass a master's or a node's, by
+  // the role membership gives the node now.
+  void UpdateRole();
+  void MasterPass();
+  void NodePass(std::mt19937_64& rng, int64_t& next_probe);
   void PublishMaster(int64_t raw_ns);
-  void PublishNode(int64_t raw_ns);
+  // `as_master`: a node that took over (no holdover, depth 0).
+  void PublishNode(int64_t raw_ns, bool as_master);
   // Writes the tree's id (from the master's name, the first ancestor) into
   // the segment's header; false while not attached.
   bool UpdateTreeId();
@@ -202,6 +218,12 @@ class Daemon {
   DaemonStats stats_;
   int64_t start_raw_ns_ = 0;
   int64_t realtime_offset_ns_ = 0;  // Master: global = raw + offset.
+  // Master now (by configuration, or by takeover or handover since).
+  bool master_now_ = false;
+  // A master by configuration that has never been a node: it publishes
+  // its own clock anchored to Unix time (a master by takeover publishes
+  // its synchronized mapping instead).
+  bool anchored_master_ = false;
   std::optional<hull::ModeledClock> model_;
   std::unique_ptr<probe::LocalClock> local_clock_;
   std::optional<ShmPathLock> shm_lock_;  // Held while we publish.

@@ -144,7 +144,7 @@ std::string Daemon::TimestampingSummary() const {
     summary = "user: the kernel refused transmit stamps";
   } else if (delay_.enabled) {
     summary = "user (delay injection: the injected delay is the wire)";
-  } else if (config_.master || requester_ == nullptr) {
+  } else if (anchored_master_ || requester_ == nullptr) {
     summary = "kernel";
   } else if (!requester_->kernel_tx_stamps()) {
     summary = "user: the kernel refused transmit stamps";

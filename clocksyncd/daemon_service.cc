@@ -121,10 +121,10 @@ absl::Status Daemon::ApplyReload(const DaemonConfig& next,
 ServiceStatus Daemon::CurrentServiceStatus() const {
   ServiceStatus s;
   s.state = ServiceState(published_state_);
-  s.master = config_.master;
+  s.master = master_now_;
   s.bound_ns = published_bound_ns_;
   s.depth = depth_;
-  if (config_.master) return s;
+  if (master_now_) return s;
   if (agent_) {
     const MembershipAgent::Snapshot m = agent_->snapshot();
     if (m.state == MembershipState::kAttached) s.depth = m.depth;

@@ -19,42 +19,6 @@
 namespace clocksync {
 namespace {
 
-JoinRejectReason ToProto(RejectReason reason) {
-  switch (reason) {
-    case RejectReason::kWouldFormCycle:
-      return JOIN_REJECT_REASON_WOULD_FORM_CYCLE;
-    case RejectReason::kNotAttached:
-      return JOIN_REJECT_REASON_NOT_ATTACHED;
-    case RejectReason::kFull:
-      return JOIN_REJECT_REASON_FULL;
-    case RejectReason::kInvalid:
-      return JOIN_REJECT_REASON_INVALID;
-    case RejectReason::kTooDeep:
-      return JOIN_REJECT_REASON_TOO_DEEP;
-    case RejectReason::kNone:
-      break;
-  }
-  return JOIN_REJECT_REASON_UNSPECIFIED;
-}
-
-RejectReason FromProto(JoinRejectReason reason) {
-  switch (reason) {
-    case JOIN_REJECT_REASON_WOULD_FORM_CYCLE:
-      return RejectReason::kWouldFormCycle;
-    case JOIN_REJECT_REASON_NOT_ATTACHED:
-      return RejectReason::kNotAttached;
-    case JOIN_REJECT_REASON_FULL:
-      return RejectReason::kFull;
-    case JOIN_REJECT_REASON_INVALID:
-      return RejectReason::kInvalid;
-    case JOIN_REJECT_REASON_TOO_DEEP:
-      return RejectReason::kTooDeep;
-    default:
-      break;
-  }
-  return RejectReason::kNone;
-}
-
 std::string Describe(const NodeRef& ref) {
   if (!ref.node_id.empty()) return ref.node_id;
   return "seed " + ref.grpc_address;
@@ -71,99 +35,6 @@ absl::Status FromGrpc(const grpc::Status& status, const std::string& what) {
 }
 
 }  // namespace
-
-NodeAddress ToProto(const NodeRef& ref) {
-  NodeAddress a;
-  a.set_node_id(ref.node_id);
-  a.set_probe_address(ref.probe_address);
-  a.set_grpc_address(ref.grpc_address);
-  return a;
-}
-
-NodeRef FromProto(const NodeAddress& a) {
-  return NodeRef{a.node_id(), a.probe_address(), a.grpc_address()};
-}
-
-JoinRequestInfo FromProto(const JoinRequest& r) {
-  JoinRequestInfo info;
-  info.newcomer = FromProto(r.node());
-  info.subtree_size = std::max<int64_t>(1, r.subtree_size());
-  info.free_slot_depth = r.free_slot_depth();
-  info.pinned = r.pinned();
-  info.avoid_ids.assign(r.avoid_ids().begin(), r.avoid_ids().end());
-  info.max_depth = r.has_max_depth() ? r.max_depth() : -1;
-  return info;
-}
-
-JoinRequest ToProto(const JoinRequestInfo& info) {
-  JoinRequest r;
-  *r.mutable_node() = ToProto(info.newcomer);
-  r.set_subtree_size(info.subtree_size);
-  r.set_free_slot_depth(info.free_slot_depth);
-  r.set_pinned(info.pinned);
-  for (const std::string& id : info.avoid_ids) r.add_avoid_ids(id);
-  if (info.max_depth >= 0) r.set_max_depth(info.max_depth);
-  return r;
-}
-
-JoinResponse::Accepted ToProto(const Attachment& a) {
-  JoinResponse::Accepted p;
-  p.set_depth(a.depth);
-  for (const NodeRef& ref : a.ancestors) *p.add_ancestors() = ToProto(ref);
-  p.set_lease_remaining_ns(a.lease_remaining_ns);
-  p.set_landing_depth(a.landing_depth);
-  return p;
-}
-
-Attachment FromProto(const JoinResponse::Accepted& p) {
-  Attachment a;
-  a.depth = p.depth();
-  for (const NodeAddress& ref : p.ancestors()) a.ancestors.push_back(FromProto(ref));
-  a.lease_remaining_ns = p.lease_remaining_ns();
-  a.landing_depth = p.landing_depth();
-  return a;
-}
-
-JoinResponse ToProto(const JoinDecision& d) {
-  JoinResponse r;
-  switch (d.kind) {
-    case JoinDecision::Kind::kAccepted:
-      *r.mutable_accepted() = ToProto(d.attachment);
-      break;
-    case JoinDecision::Kind::kRedirect:
-      *r.mutable_redirect_to() = ToProto(d.redirect_to);
-      for (const NodeRef& ref : d.alternatives) *r.add_alternatives() = ToProto(ref);
-      r.set_redirect_has_room(d.redirect_has_room);
-      break;
-    case JoinDecision::Kind::kRejected:
-      r.mutable_rejected()->set_reason(ToProto(d.reason));
-      r.mutable_rejected()->set_detail(d.detail);
-      break;
-  }
-  return r;
-}
-
-JoinDecision FromProto(const JoinResponse& r) {
-  JoinDecision d;
-  switch (r.outcome_case()) {
-    case JoinResponse::kAccepted:
-      d.kind = JoinDecision::Kind::kAccepted;
-      d.attachment = FromProto(r.accepted());
-      break;
-    case JoinResponse::kRedirectTo:
-      d.kind = JoinDecision::Kind::kRedirect;
-      d.redirect_to = FromProto(r.redirect_to());
-      for (const NodeAddress& a : r.alternatives()) d.alternatives.push_back(FromProto(a));
-      d.redirect_has_room = r.redirect_has_room();
-      break;
-    default:
-      d.kind = JoinDecision::Kind::kRejected;
-      d.reason = FromProto(r.rejected().reason());
-      d.detail = r.rejected().detail();
-      break;
-  }
-  return d;
-}
 
 std::string ValidateMembershipAgentOptions(const MembershipAgentOptions& o,
                                            const MembershipConfig& config) {
@@ -213,6 +84,10 @@ class MembershipAgent::Channels {
   std::map<std::string, std::unique_ptr<Clocksync::Stub>> stubs_;
 };
 
+Clocksync::Stub* MembershipAgent::StubFor(const std::string& grpc_address) {
+  return channels_->Stub(grpc_address);
+}
+
 MembershipAgent::MembershipAgent(MembershipConfig config,
                                  MembershipAgentOptions options)
     : self_(config.self),
@@ -229,9 +104,13 @@ MembershipAgent::MembershipAgent(MembershipConfig config,
 MembershipAgent::~MembershipAgent() { Stop(); }
 
 void MembershipAgent::Start() {
+  // A master with seeds may be returning to a tree that has another master.
+  ResolveStartupRole();
   const int64_t now = probe::RawNowNs();
   {
     std::lock_guard<std::mutex> lock(mu_);
+    is_master_.store(membership_.is_master());
+    last_account_ns_ = now;
     if (!membership_.is_master()) {
       // A previous run under this id may have granted leases still running
       // in what was its subtree: wait them out before joining
@@ -240,6 +119,7 @@ void MembershipAgent::Start() {
     }
   }
   thread_ = std::thread([this] { Loop(); });
+  peer_thread_ = std::thread([this] { PeerLoop(); });
 }
 
 void MembershipAgent::Stop() {
@@ -248,7 +128,9 @@ void MembershipAgent::Stop() {
     stop_ = true;
   }
   wake_.notify_all();
+  peer_wake_.notify_all();
   if (thread_.joinable()) thread_.join();
+  if (peer_thread_.joinable()) peer_thread_.join();
 }
 
 bool MembershipAgent::Sleep(int64_t ns) {
@@ -273,6 +155,7 @@ void MembershipAgent::Tick(int64_t now) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (leaving_) return;
+    AccountMasterlessLocked(now);
     const std::vector<std::string> expired =
         membership_.ExpireChildren(now, options_.child_timeout_ns);
     for (const std::string& id : expired) {
@@ -537,6 +420,9 @@ void MembershipAgent::SendHeartbeat(int64_t now) {
     request.set_free_slot_depth(
         std::min(membership_.FreeSlotDepth(now), Membership::kNoFreeSlot));
     request.set_rtt_ns(parent_rtt_ns_.load());
+    for (const Candidate& c : membership_.SubtreeCandidates()) {
+      *request.add_candidates() = ToProto(c);
+    }
     next_heartbeat_ns_ = now + options_.heartbeat_interval_ns;
   }
   grpc::ClientContext context;
@@ -624,15 +510,18 @@ absl::StatusOr<HeartbeatResponse> MembershipAgent::HandleHeartbeat(
     const HeartbeatRequest& request) {
   const int64_t now = probe::RawNowNs();
   std::lock_guard<std::mutex> lock(mu_);
-  if (leaving_ && leaving_children_.count(request.node_id()) > 0) {
+  if ((leaving_ && leaving_children_.count(request.node_id()) > 0) ||
+      handed_over_children_.count(request.node_id()) > 0) {
     // Its Leave (with the successor) is on the way: a failed heartbeat, not
     // "you are not my child", which would send it back to us.
     return absl::UnavailableError(
         absl::StrCat(self_.node_id, " is leaving; wait for its Leave"));
   }
+  const std::vector<Candidate> candidates =
+      CandidatesFromProto(request.candidates());
   if (!membership_.OnChildHeard(request.node_id(), request.subtree_size(),
                                 request.rtt_ns(), now,
-                                request.free_slot_depth())) {
+                                request.free_slot_depth(), &candidates)) {
     return absl::NotFoundError(
         absl::StrCat(request.node_id(), " is not a child of ", self_.node_id));
   }
@@ -692,15 +581,27 @@ MembershipAgent::Snapshot MembershipAgent::snapshot() const {
   s.subtree_size = membership_.SubtreeSize();
   s.joins = joins_;
   s.parent_losses = parent_losses_;
+  s.term = membership_.term();
+  s.master = membership_.master();
+  s.candidates = membership_.TreeCandidates();
+  s.master_priority = membership_.master_priority();
+  s.takeovers = membership_.promotions();
+  s.masterless_ns = masterless_ns_;
+  s.has_master = membership_.MasterlessSinceNs(probe::RawNowNs()) < 0 &&
+                 membership_.state() != MembershipState::kLeft;
   return s;
 }
 
 void MembershipAgent::LeaveAndStop(int64_t grace_ns) {
   LeavePlan plan;
+  // A master hands mastership to its best candidate first: the children
+  // then move to it with no holdover.
+  const bool handed_over = HandOverMastership(&plan);
   {
     std::lock_guard<std::mutex> lock(mu_);
     leaving_ = true;
-    plan = membership_.Leave();
+    if (!handed_over) plan = membership_.Leave();
+    is_master_.store(false);
     for (const NodeRef& child : plan.children) leaving_children_.insert(child.node_id);
   }
   for (const NodeRef& child : plan.children) {

@@ -28,6 +28,16 @@
 // while detached the last parent (which may still answer: a parent that
 // left cleanly serves its children until they have moved).
 //
+// Standby masters (membership_agent_mastership.cc; docs/MEMBERSHIP.md,
+// "Terms, takeover and handover"): a second thread polls the node's peers
+// (Peer RPCs) while it is master, or a candidate without a master, and
+// carries out Membership::DecideMastership: take over (is_master() turns
+// true; the sync loop then serves its synchronized mapping as global
+// time), demote to a master of a higher term (the children are handed to
+// it), or join a live master found. A master started with seeds first asks
+// them whether a master is live, and joins as a node if one is. Leaving a
+// master hands over to the best candidate first (Handover RPC).
+//
 // Thread safety: every public method may be called from any thread; one
 // mutex guards the Membership, and no RPC is made while holding it.
 
@@ -48,6 +58,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "clocksyncd/membership_wire.h"
 #include "clocksyncd/parent_loss_detector.h"
 #include "membership/membership.h"
 #include "probe/auth.h"
@@ -78,21 +89,18 @@ struct MembershipAgentOptions {
   // The tree's probe key, for RTT probes and the tags of membership calls
   // (none: unauthenticated); SetProbeKey() replaces it.
   std::optional<probe::ProbeKeys> probe_key;
+  // How often a master, or a candidate without a master, polls its peers.
+  int64_t peer_poll_interval_ns = 400'000'000;
+  // Deadline of one Peer RPC.
+  int64_t peer_rpc_timeout_ns = 300'000'000;
+  // A master with seeds asks them this long at start whether a master is
+  // live already.
+  int64_t startup_check_ns = 1'000'000'000;
 };
 
 // Empty when valid, else "field: reason".
 std::string ValidateMembershipAgentOptions(const MembershipAgentOptions& o,
                                            const MembershipConfig& config);
-
-// Wire conversions (exposed for tests).
-NodeAddress ToProto(const NodeRef& ref);
-NodeRef FromProto(const NodeAddress& address);
-JoinRequestInfo FromProto(const JoinRequest& request);
-JoinRequest ToProto(const JoinRequestInfo& request);
-JoinResponse ToProto(const JoinDecision& decision);
-JoinDecision FromProto(const JoinResponse& response);
-JoinResponse::Accepted ToProto(const Attachment& attachment);
-Attachment FromProto(const JoinResponse::Accepted& accepted);
 
 class MembershipAgent {
  public:
@@ -117,6 +125,8 @@ class MembershipAgent {
   absl::Status HandleLeave(const LeaveRequest& request);
   absl::StatusOr<HeartbeatResponse> HandleHeartbeat(
       const HeartbeatRequest& request);
+  absl::StatusOr<PeerResponse> HandlePeer(const PeerRequest& request);
+  absl::Status HandleHandover(const HandoverRequest& request);
   std::vector<NodeAddress> Children() const;
 
   // --- The sync loop ------------------------------------------------------
@@ -136,6 +146,12 @@ class MembershipAgent {
   // Replaces the tree's key (a reload): the next membership calls and RTT
   // probes use it.
   void SetProbeKey(const std::optional<probe::ProbeKeys>& key);
+  // Whether the node has a synchronized mapping to continue global time
+  // from (a candidate takes over only with one); the sync loop says so
+  // every pass.
+  void SetSynchronized(bool synchronized);
+  // Master now (configured and not demoted, or promoted since).
+  bool is_master() const { return is_master_.load(); }
 
   // --- Status -------------------------------------------------------------
   struct Snapshot {
@@ -147,6 +163,14 @@ class MembershipAgent {
     int64_t subtree_size = 1;
     uint64_t joins = 0;            // Successful attachments so far.
     uint64_t parent_losses = 0;    // Times the parent was lost.
+    // Mastership.
+    uint64_t term = 0;
+    std::optional<NodeRef> master;
+    std::vector<Candidate> candidates;
+    int master_priority = 0;
+    uint64_t takeovers = 0;        // Promotions: takeover or handover.
+    int64_t masterless_ns = 0;     // Without a master since the first join.
+    bool has_master = false;
   };
   Snapshot snapshot() const;
   const NodeRef& self() const { return self_; }
@@ -156,6 +180,19 @@ class MembershipAgent {
 
   void Loop();
   void Tick(int64_t now_ns);
+  Clocksync::Stub* StubFor(const std::string& grpc_address);
+  // Mastership (membership_agent_mastership.cc).
+  void ResolveStartupRole();
+  void PeerLoop();
+  void PollPeers(int64_t now_ns);
+  // Carries out a decision under mu_; the Leave messages it implies go to
+  // pending_leaves_, which the peer thread sends.
+  void CarryOutLocked(const MastershipDecision& decision, int64_t now_ns);
+  std::vector<PeerView> PeerViewsLocked() const;
+  bool HandOverMastership(LeavePlan* plan);
+  absl::StatusOr<PeerInfo> CallPeer(const NodeRef& target, const PeerInfo& self,
+                                    int64_t timeout_ns);
+  void AccountMasterlessLocked(int64_t now_ns);
   void RunJoinWalk(int64_t now_ns, bool move_up);
   void SendHeartbeat(int64_t now_ns);
   void LoseParentLocked(int64_t now_ns, const std::string& why);
@@ -189,6 +226,26 @@ class MembershipAgent {
   uint64_t joins_ = 0;
   uint64_t parent_losses_ = 0;
   std::map<std::string, int64_t> rtt_cache_ns_;
+  // Mastership (mu_): the latest poll of each peer (by id, or "@address"
+  // for a seed), the sync loop's word on its mapping, masterless time, and
+  // children handed to another master that have not moved yet (their
+  // heartbeats get UNAVAILABLE meanwhile, as while leaving).
+  std::map<std::string, PeerView> peer_views_;
+  bool synchronized_ = false;
+  int64_t masterless_ns_ = 0;
+  int64_t last_account_ns_ = 0;
+  std::set<std::string> handed_over_children_;
+  struct PendingLeave {
+    NodeRef target;
+    std::string reason;
+    std::optional<NodeRef> successor;
+  };
+  std::vector<PendingLeave> pending_leaves_;
+  // The last reason logged for not taking over (said once per change).
+  std::string last_wait_why_;
+  std::atomic<bool> is_master_{false};
+  std::condition_variable peer_wake_;
+  std::thread peer_thread_;
   // Probe answers and heartbeats of the current parent (its own lock).
   std::unique_ptr<ParentLossDetector> parent_loss_;
   std::atomic<int64_t> parent_rtt_ns_{-1};

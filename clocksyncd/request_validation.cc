@@ -89,6 +89,13 @@ absl::Status ValidateJoinRequest(const JoinRequest& request) {
                             request.avoid_ids(i));
     if (!status.ok()) return status;
   }
+  if (request.master_priority() > kMaxWireMasterPriority) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("master_priority: must be 0..", kMaxWireMasterPriority,
+                     ", got ", request.master_priority()));
+  }
+  status = ValidateCandidates("candidates", request.candidates());
+  if (!status.ok()) return status;
   if (request.has_max_depth() &&
       (request.max_depth() < 1 ||
        request.max_depth() > static_cast<int32_t>(kMaxTopologyMaxDepth))) {
@@ -118,6 +125,62 @@ absl::Status ValidateHeartbeatRequest(const HeartbeatRequest& request) {
     status = absl::InvalidArgumentError(
         absl::StrCat("rtt_ns: must be -1 (unknown) ..", kMaxReportedRttNs,
                      ", got ", request.rtt_ns()));
+  }
+  if (status.ok()) status = ValidateCandidates("candidates", request.candidates());
+  return status;
+}
+
+absl::Status ValidateCandidates(
+    absl::string_view field,
+    const google::protobuf::RepeatedPtrField<MasterCandidate>& candidates) {
+  if (candidates.size() > kMaxWireCandidates) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": at most ", kMaxWireCandidates, " entries, got ",
+                     candidates.size()));
+  }
+  for (int i = 0; i < candidates.size(); ++i) {
+    const MasterCandidate& c = candidates.Get(i);
+    absl::Status status =
+        ValidateNodeAddress(absl::StrCat(field, "[", i, "].node"), c.node());
+    if (status.ok() && (c.priority() < 1 || c.priority() > kMaxWireMasterPriority)) {
+      status = absl::InvalidArgumentError(
+          absl::StrCat(field, "[", i, "].priority: must be 1..",
+                       kMaxWireMasterPriority, ", got ", c.priority()));
+    }
+    if (!status.ok()) return status;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidatePeerRequest(const PeerRequest& request) {
+  if (!request.has_from()) return absl::InvalidArgumentError("from: required");
+  const PeerInfo& p = request.from();
+  absl::Status status = ValidateNodeAddress("from.node", p.node());
+  if (status.ok() && p.has_master_node()) {
+    status = ValidateNodeAddress("from.master_node", p.master_node());
+  }
+  if (status.ok() && p.priority() > kMaxWireMasterPriority) {
+    status = absl::InvalidArgumentError(
+        absl::StrCat("from.priority: must be 0..", kMaxWireMasterPriority,
+                     ", got ", p.priority()));
+  }
+  if (status.ok() && p.known_peers_size() > kMaxWireKnownPeers) {
+    status = absl::InvalidArgumentError(
+        absl::StrCat("from.known_peers: at most ", kMaxWireKnownPeers,
+                     " entries, got ", p.known_peers_size()));
+  }
+  for (int i = 0; status.ok() && i < p.known_peers_size(); ++i) {
+    status = ValidateNodeAddress(absl::StrCat("from.known_peers[", i, "]"),
+                                 p.known_peers(i));
+  }
+  return status;
+}
+
+absl::Status ValidateHandoverRequest(const HandoverRequest& request) {
+  absl::Status status = ValidateNodeId("node_id", request.node_id());
+  if (status.ok() && request.term() < 1) {
+    status = absl::InvalidArgumentError(
+        absl::StrCat("term: must be at least 1, got ", request.term()));
   }
   return status;
 }

@@ -21,6 +21,11 @@ absl::Status ValidateNodeAddress(absl::string_view field, const NodeAddress& nod
 absl::Status ValidateJoinRequest(const JoinRequest& request);
 absl::Status ValidateHeartbeatRequest(const HeartbeatRequest& request);
 absl::Status ValidateLeaveRequest(const LeaveRequest& request);
+absl::Status ValidateCandidates(
+    absl::string_view field,
+    const google::protobuf::RepeatedPtrField<MasterCandidate>& candidates);
+absl::Status ValidatePeerRequest(const PeerRequest& request);
+absl::Status ValidateHandoverRequest(const HandoverRequest& request);
 
 }  // namespace clocksync
 

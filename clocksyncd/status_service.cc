@@ -33,6 +33,14 @@ namespace clocksync {
 
 NodeView::~NodeView() = default;
 
+absl::StatusOr<PeerResponse> NodeView::Peer(const PeerRequest&) {
+  return absl::UnimplementedError("this node takes no part in mastership");
+}
+
+absl::Status NodeView::Handover(const HandoverRequest&) {
+  return absl::UnimplementedError("this node takes no part in mastership");
+}
+
 // --- validation ---------------------------------------------------------
 
 namespace {
@@ -509,6 +517,26 @@ grpc::Status HandleHeartbeat(const HandlerEnv& env,
   return grpc::Status::OK;
 }
 
+// Peer and Handover: between daemons, tagged like Heartbeat.
+grpc::Status HandlePeer(const HandlerEnv& env, const grpc::ServerContext& context,
+                        const PeerRequest& request, PeerResponse* response) {
+  grpc::Status status = Authenticate(env, "Peer", request, context);
+  if (status.ok()) status = ToGrpc(ValidatePeerRequest(request));
+  if (!status.ok()) return status;
+  absl::StatusOr<PeerResponse> answer = env.view->Peer(request);
+  if (!answer.ok()) return ToGrpc(answer.status());
+  *response = *std::move(answer);
+  return grpc::Status::OK;
+}
+
+grpc::Status HandleHandover(const HandlerEnv& env, const grpc::ServerContext& context,
+                            const HandoverRequest& request) {
+  grpc::Status status = Authenticate(env, "Handover", request, context);
+  if (status.ok()) status = ToGrpc(ValidateHandoverRequest(request));
+  if (!status.ok()) return status;
+  return ToGrpc(env.view->Handover(request));
+}
+
 }  // namespace
 
 namespace status_internal {
@@ -545,6 +573,15 @@ class ServiceImpl final : public Clocksync::Service {
                          const HeartbeatRequest* request,
                          HeartbeatResponse* response) override {
     return HandleHeartbeat(env_, *context, *request, response);
+  }
+  grpc::Status Peer(grpc::ServerContext* context, const PeerRequest* request,
+                    PeerResponse* response) override {
+    return HandlePeer(env_, *context, *request, response);
+  }
+  grpc::Status Handover(grpc::ServerContext* context,
+                        const HandoverRequest* request,
+                        HandoverResponse*) override {
+    return HandleHandover(env_, *context, *request);
   }
 
  private:

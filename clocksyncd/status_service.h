@@ -12,7 +12,7 @@
 //                reserve per hop, at most topology_hop_timeout per level
 //                below), merged into one flat list with each node once;
 //                children that do not answer in time are listed unreachable.
-//   Join, Leave, Heartbeat
+//   Join, Leave, Heartbeat, Peer, Handover
 //                validated, then forwarded to NodeView (membership lives in
 //                the daemon); Join and Leave are refused with
 //                PERMISSION_DENIED on TCP when admin_on_unix_only is set.
@@ -99,6 +99,16 @@ class NodeView {
   // child; UNIMPLEMENTED while the daemon has no membership.
   virtual absl::StatusOr<HeartbeatResponse> Heartbeat(
       const HeartbeatRequest& request) = 0;
+
+  // A peer's mastership for ours (docs/MEMBERSHIP.md, "Terms, takeover and
+  // handover"). `request` is already validated. By default UNIMPLEMENTED
+  // (a node without membership).
+  virtual absl::StatusOr<PeerResponse> Peer(const PeerRequest& request);
+
+  // Our master hands mastership to us (Membership::AcceptHandover); OK once
+  // this node is master, else FAILED_PRECONDITION saying why. Already
+  // validated. By default UNIMPLEMENTED.
+  virtual absl::Status Handover(const HandoverRequest& request);
 };
 
 struct StatusServerOptions {
@@ -127,7 +137,8 @@ struct StatusServerOptions {
   int max_topology_gathers = 8;
   // Permissions of the Unix socket file (who may use the admin RPCs).
   mode_t unix_socket_mode = 0660;
-  // The tree's key: Join, Heartbeat and Leave over TCP must carry its tag
+  // The tree's key: Join, Heartbeat, Leave, Peer and Handover over TCP must
+  // carry its tag
   // (clocksyncd/rpc_auth.h), else UNAUTHENTICATED. The Unix socket is
   // guarded by its file permissions instead. None: no tags asked. The key
   // at start: SetMembershipKey() replaces it.

@@ -624,6 +624,73 @@ TEST(MembershipTest, HeartbeatIsRangeCheckedBeforeItReachesTheNode) {
   }
 }
 
+// Peer and Handover: checked field by field, then handed to the node (the
+// fake takes no part in mastership: UNIMPLEMENTED shows the call got there).
+TEST(MembershipTest, PeerAndHandoverAreValidatedThenForwarded) {
+  ServedNode node("n1");
+  auto stub = StubFor(node.address);
+  auto address = [](NodeAddress* a, const std::string& id) {
+    a->set_node_id(id);
+    a->set_probe_address("127.0.0.1:3190");
+    a->set_grpc_address("127.0.0.1:3191");
+  };
+  struct Bad {
+    std::function<void(PeerRequest*)> spoil;
+    std::string field;
+  };
+  const std::vector<Bad> bad = {
+      {[](PeerRequest* r) { r->clear_from(); }, "from: required"},
+      {[](PeerRequest* r) { r->mutable_from()->set_priority(256); },
+       "from.priority: must be 0..255, got 256"},
+      {[](PeerRequest* r) {
+         r->mutable_from()->mutable_master_node()->set_grpc_address("nohost");
+       },
+       "from.master_node.grpc_address"},
+      {[&](PeerRequest* r) {
+         for (int i = 0; i < 33; ++i) {
+           address(r->mutable_from()->add_known_peers(), "p" + std::to_string(i));
+         }
+       },
+       "from.known_peers: at most 32 entries, got 33"},
+      {[](PeerRequest* r) { r->mutable_from()->mutable_node()->set_node_id("a b"); },
+       "from.node.node_id"},
+  };
+  for (const Bad& b : bad) {
+    PeerRequest request;
+    address(request.mutable_from()->mutable_node(), "n2");
+    address(request.mutable_from()->mutable_master_node(), "n2");
+    request.mutable_from()->set_term(2);
+    b.spoil(&request);
+    grpc::ClientContext context;
+    SetDeadline(&context, absl::Seconds(5));
+    PeerResponse response;
+    const grpc::Status rpc = stub->Peer(&context, request, &response);
+    EXPECT_EQ(rpc.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << b.field;
+    EXPECT_THAT(rpc.error_message(), HasSubstr(b.field));
+  }
+  PeerRequest good;
+  address(good.mutable_from()->mutable_node(), "n2");
+  grpc::ClientContext peer_context;
+  SetDeadline(&peer_context, absl::Seconds(5));
+  PeerResponse peer_response;
+  EXPECT_EQ(stub->Peer(&peer_context, good, &peer_response).error_code(),
+            grpc::StatusCode::UNIMPLEMENTED);
+
+  HandoverRequest handover;
+  handover.set_node_id("m0");
+  grpc::ClientContext zero_context;
+  SetDeadline(&zero_context, absl::Seconds(5));
+  HandoverResponse handover_response;
+  const grpc::Status zero = stub->Handover(&zero_context, handover, &handover_response);
+  EXPECT_EQ(zero.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(zero.error_message(), HasSubstr("term: must be at least 1, got 0"));
+  handover.set_term(2);
+  grpc::ClientContext handover_context;
+  SetDeadline(&handover_context, absl::Seconds(5));
+  EXPECT_EQ(stub->Handover(&handover_context, handover, &handover_response).error_code(),
+            grpc::StatusCode::UNIMPLEMENTED);
+}
+
 TEST(MembershipTest, JoinWithoutOutcomeIsAnInternalError) {
   ServedNode node("n1");
   node.view.SetJoinAnswer(JoinResponse());

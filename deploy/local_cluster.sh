@@ -9,11 +9,17 @@
 #   deploy/local_cluster.sh [--nodes=13] [--max_children=3] [--duration=S]
 #                           [--json] [--static] [--auth] [--keep]
 #                           [--inject_delay=min=20us,mean=10us]
+#                           [--standby=N] [--kill_master_at=S]
 #
 # --nodes counts every daemon, the master included (2..50). --static pins a
 # binary tree with --parent instead (no membership). --auth makes a random
 # probe key (<work dir>/probe.key) and gives it to every daemon
-# (--probe_key_file): every probe is authenticated. Without
+# (--probe_key_file): every probe is authenticated. --standby=N makes
+# n1..nN master candidates (--master_priority=i: n1 first);
+# --kill_master_at=S kills the master (SIGKILL) S seconds after the start:
+# a candidate takes over within seconds and the table goes on measuring
+# every node against the dead master's last mapping, extrapolated (its
+# segment stays behind), marking the new master with its term. Without
 # --duration it runs until Ctrl-C; with it, it ends with a summary counted
 # after the first 10 s (--json: {"nodes":[{"id","depth","rms_error_ns",
 # "max_abs_error_ns","bound_violations","checks"}]}). Every process it
@@ -28,6 +34,7 @@ cd "$(dirname "$0")/.."
 
 nodes=13 max_children=3 static=0 duration=0 json=0 delay="" keep=0 auth=0
 interval="100ms" base_port=31900 build=1 bin="" work="" detach=0
+standby=0 kill_master_at=0
 for arg in "$@"; do
   case "$arg" in
     --nodes=*) nodes="${arg#*=}" ;;
@@ -44,7 +51,9 @@ for arg in "$@"; do
     --bin_dir=*) bin="${arg#*=}" ;;
     --work_dir=*) work="${arg#*=}" ;;
     --detach) detach=1 ;;
-    -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --standby=*) standby="${arg#*=}" ;;
+    --kill_master_at=*) kill_master_at="${arg#*=}" ;;
+    -h|--help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "local_cluster.sh: unknown argument '$arg' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -52,6 +61,18 @@ done
   { echo "local_cluster.sh: --nodes must be 2..50, got '$nodes'" >&2; exit 2; }
 [[ "$max_children" =~ ^[0-9]+$ && "$max_children" -ge 1 ]] ||
   { echo "local_cluster.sh: --max_children must be >= 1, got '$max_children'" >&2; exit 2; }
+[[ "$standby" =~ ^[0-9]+$ && "$standby" -lt "$nodes" ]] ||
+  { echo "local_cluster.sh: --standby must be 0..$((nodes - 1)) (candidates among the nodes), got '$standby'" >&2; exit 2; }
+[[ "$kill_master_at" =~ ^[0-9]+$ ]] ||
+  { echo "local_cluster.sh: --kill_master_at must be whole seconds, got '$kill_master_at'" >&2; exit 2; }
+if [[ $kill_master_at != 0 ]]; then
+  [[ $static == 0 && $standby -ge 1 ]] ||
+    { echo "local_cluster.sh: --kill_master_at needs --standby=N (N >= 1) and no --static" >&2; exit 2; }
+  [[ $detach == 0 ]] ||
+    { echo "local_cluster.sh: --kill_master_at is for the live demo, not --detach" >&2; exit 2; }
+fi
+[[ $standby == 0 || $static == 0 ]] ||
+  { echo "local_cluster.sh: --standby needs a self-arranging tree (no --static)" >&2; exit 2; }
 
 if [[ $build == 1 ]]; then
   deploy/setup.sh >/dev/null
@@ -68,8 +89,10 @@ else
   mkdir -p "$work"
 fi
 pids=()
+killer=""
 cleanup() {
   trap - EXIT INT TERM
+  [[ -n "$killer" ]] && { kill "$killer" 2>/dev/null || true; }
   for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
   for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
   if [[ $keep == 1 ]]; then echo "logs kept in $work" >&2; else rm -rf "$work"; fi
@@ -105,6 +128,8 @@ for ((i = 1; i < nodes; i++)); do
     # Only the master's address: the tree arranges itself.
     depth=1  # Until the status file says where the node landed.
     place=(--join="127.0.0.1:$((base_port + 100))" --max_children="$max_children")
+    # The first --standby nodes are master candidates, n1 the first choice.
+    [[ $i -le $standby ]] && place+=(--master_priority="$i")
   fi
   # Offsets within ±2.5 s, frequencies within ±100 ppm, 1 ppb/sqrt(s) wander.
   offset_ms=$(( (i * 1370) % 5000 - 2500 ))
@@ -139,4 +164,13 @@ if [[ $detach == 1 ]]; then
 fi
 [[ "$duration" != 0 ]] && monitor_flags+=(--duration_s="$duration")
 [[ $json == 1 ]] && monitor_flags+=(--json)
+if [[ $kill_master_at != 0 ]]; then
+  master_pid=$(awk '$1 == "master" {print $2}' "$work/pids")
+  (
+    sleep "$kill_master_at"
+    kill -KILL "$master_pid" 2>/dev/null &&
+      echo "local_cluster.sh: killed the master (pid $master_pid, SIGKILL) at ${kill_master_at} s; errors stay measured against its last mapping" >&2
+  ) &
+  killer=$!
+fi
 "$monitor" "${monitor_flags[@]}"

@@ -70,6 +70,15 @@ std::string ValidateMembershipConfig(const MembershipConfig& config) {
   if (config.suspect_child_after_ns < 0) {
     return "suspect_child_after_ns: must be >= 0";
   }
+  if (config.master_priority < 0 || config.master_priority > kMaxMasterPriority) {
+    return absl::StrCat("master_priority: must be 0..", kMaxMasterPriority,
+                        ", got ", config.master_priority);
+  }
+  if (config.takeover_after_ns <= 0) return "takeover_after_ns: must be positive";
+  if (config.initial_term < 1) return "initial_term: must be at least 1";
+  if (config.peer_answer_valid_ns <= 0) {
+    return "peer_answer_valid_ns: must be positive";
+  }
   if (config.master) {
     if (config.pinned_parent) return "parent: the master has no parent";
     return "";
@@ -111,7 +120,12 @@ int32_t Membership::ClampFreeSlotDepth(int32_t free_slot_depth) {
 Membership::Membership(MembershipConfig config)
     : config_(std::move(config)),
       state_(config_.master ? MembershipState::kMaster
-                            : MembershipState::kDetached) {}
+                            : MembershipState::kDetached) {
+  if (config_.master) {
+    term_ = highest_term_ = config_.initial_term;
+    last_master_ = config_.self;
+  }
+}
 
 int64_t Membership::SubtreeSize() const {
   int64_t size = 1;
@@ -168,14 +182,12 @@ JoinDecision Membership::Accept(const JoinRequestInfo& request,
   child.free_slot_depth = ClampFreeSlotDepth(request.free_slot_depth);
   child.last_heard_ns = now_ns;
   child.pinned = request.pinned;
+  child.master_priority =
+      std::clamp(request.master_priority, 0, kMaxMasterPriority);
+  child.candidates = NormalizeCandidates(request.candidates);
   JoinDecision decision;
   decision.kind = JoinDecision::Kind::kAccepted;
-  decision.attachment.ancestors = ancestors_;
-  decision.attachment.ancestors.push_back(config_.self);
-  decision.attachment.depth =
-      static_cast<uint32_t>(decision.attachment.ancestors.size());
-  decision.attachment.lease_remaining_ns = GrantLease(now_ns);
-  decision.attachment.landing_depth = LandingDepth(now_ns);
+  decision.attachment = MakeAttachment(now_ns);
   return decision;
 }
 
@@ -228,7 +240,10 @@ JoinDecision Membership::HandleJoin(const JoinRequestInfo& request,
       }
     }
   }
-  if (known || request.pinned ||
+  // The master takes candidates even when full: next to it they see it
+  // die first and hold the best mapping to continue from.
+  const bool candidate_at_master = is_master() && request.master_priority > 0;
+  if (known || request.pinned || candidate_at_master ||
       static_cast<int>(children_.size()) < config_.max_children) {
     return Accept(request, now_ns);
   }
@@ -313,9 +328,13 @@ bool Membership::HandleLeave(const std::string& child_id) {
 
 bool Membership::OnChildHeard(const std::string& child_id, int64_t subtree_size,
                               int64_t rtt_ns, int64_t now_ns,
-                              int32_t free_slot_depth) {
+                              int32_t free_slot_depth,
+                              const std::vector<Candidate>* candidates) {
   auto it = children_.find(child_id);
   if (it == children_.end()) return false;
+  if (candidates != nullptr) {
+    it->second.candidates = NormalizeCandidates(*candidates);
+  }
   it->second.subtree_size = ClampSubtree(subtree_size);
   if (rtt_ns >= 0) it->second.rtt_ns = rtt_ns;
   if (free_slot_depth >= 0) {
@@ -329,12 +348,20 @@ std::optional<Attachment> Membership::AttachmentForChild(
     const std::string& child_id, int64_t now_ns) {
   if (children_.count(child_id) == 0) return std::nullopt;
   if (state_ == MembershipState::kLeft) return std::nullopt;
+  return MakeAttachment(now_ns);
+}
+
+// The chain through this node, a lease, the landing depth, and the term
+// and candidates of the tree (the master's own).
+Attachment Membership::MakeAttachment(int64_t now_ns) {
   Attachment a;
   a.ancestors = ancestors_;
   a.ancestors.push_back(config_.self);
   a.depth = static_cast<uint32_t>(a.ancestors.size());
   a.lease_remaining_ns = GrantLease(now_ns);
   a.landing_depth = LandingDepth(now_ns);
+  a.term = term_;
+  a.candidates = TreeCandidates();
   return a;
 }
 
@@ -358,6 +385,8 @@ JoinRequestInfo Membership::MakeJoinRequest(int64_t now_ns) const {
   request.subtree_size = SubtreeSize();
   request.free_slot_depth = FreeSlotDepth(now_ns);
   request.pinned = pinned();
+  request.master_priority = config_.master_priority;
+  request.candidates = SubtreeCandidates();
   // Never be sent back into the subtrees we came from: those of the former
   // chain's nodes, down to the parent that failed or left. A pinned node
   // asks its one parent and is never redirected anyway.
@@ -408,7 +437,12 @@ std::vector<NodeRef> Membership::RejoinCandidates() const {
     if (it->node_id == skip) continue;
     add(*it);
   }
+  // The tree's candidates next: after a takeover one of them is master.
+  for (const Candidate& c : tree_candidates_) add(c.ref);
   for (const NodeRef& seed : config_.seeds) add(seed);
+  // Then every candidate and master it has known (a fragment whose own
+  // candidates and seeds are gone finds the others' tree through them).
+  for (const NodeRef& peer : MastershipPeers()) add(peer);
   // A lost parent may only have been unreachable for a while: last resort.
   // One that left is gone.
   if (!attached && former_parent_ && detach_cause_ != DetachCause::kLeft) {
@@ -465,6 +499,7 @@ void Membership::Adopt(const Attachment& attachment, int64_t request_sent_ns) {
   former_parent_.reset();
   successor_.reset();
   detach_cause_ = DetachCause::kNew;
+  AdoptMastership(attachment, request_sent_ns);
 }
 
 absl::Status Membership::OnAttached(const Attachment& attachment,
@@ -509,6 +544,7 @@ bool Membership::OnParentInfo(const Attachment& attachment,
     lease_expiry_ns_ = std::max(
         lease_expiry_ns_, request_sent_ns + attachment.lease_remaining_ns);
   }
+  AdoptMastership(attachment, request_sent_ns);
   return true;
 }
 
@@ -526,6 +562,9 @@ bool Membership::OnParentProbe(bool answered, int64_t now_ns) {
 void Membership::Detach(DetachCause cause, int64_t now_ns) {
   if (state_ != MembershipState::kAttached) return;
   detached_since_ns_ = now_ns;
+  // Without a master from the earlier of now and the lease's end.
+  masterless_since_ns_ =
+      std::min(now_ns, std::max(lease_expiry_ns_, attached_at_ns_));
   former_parent_ = parent_;
   parent_.reset();
   detach_cause_ = cause;
@@ -558,9 +597,13 @@ bool Membership::ParentStale(int64_t now_ns) const {
 }
 
 bool Membership::WantsToMoveUp() const {
-  return state_ == MembershipState::kAttached && !pinned() &&
-         config_.move_up_min_gain > 0 && children_.empty() &&
-         landing_depth_ >= 1 &&
+  if (state_ != MembershipState::kAttached || pinned() ||
+      config_.move_up_min_gain <= 0 || !children_.empty()) {
+    return false;
+  }
+  // A candidate belongs at depth 1, which the master always gives it.
+  if (is_candidate()) return depth() > 1;
+  return landing_depth_ >= 1 &&
          static_cast<int64_t>(depth()) >=
              static_cast<int64_t>(landing_depth_) + config_.move_up_min_gain;
 }
@@ -575,7 +618,9 @@ JoinWalk Membership::StartMoveUp(int64_t now_ns) {
   last_move_attempt_ns_ = now_ns;
   JoinRequestInfo request = MakeJoinRequest(now_ns);
   request.max_depth =
-      static_cast<int32_t>(depth()) - std::max(1, config_.move_up_min_gain);
+      is_candidate()
+          ? 1
+          : static_cast<int32_t>(depth()) - std::max(1, config_.move_up_min_gain);
   std::vector<NodeRef> candidates;
   if (!ancestors_.empty()) candidates.push_back(ancestors_.front());
   // A move is optional: give up sooner than a join would.

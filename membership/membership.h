@@ -25,6 +25,18 @@
 // move_up_min_gain levels or more moves up (ShouldMoveUp, StartMoveUp,
 // OnMovedUp) without ever detaching.
 //
+// Standby masters (membership/mastership.cc; docs/MEMBERSHIP.md, "Terms,
+// takeover and handover"): nodes with master_priority > 0 are candidates;
+// their ranking travels up the tree in joins and heartbeats and down again,
+// from the master, with every lease (Attachment::candidates). Each
+// mastership has a term. A candidate without a master for takeover_after
+// polls the candidates and masters it knows (PeerView) and becomes master
+// (Promote) when none better is alive and no live master answers; a master
+// that meets a master of a higher term, or of the same term and a lower
+// id, demotes itself (Demote) and hands its children to it. A master
+// leaving on purpose hands over to the best candidate first (HandOver,
+// AcceptHandover).
+//
 // Why no cycle can form (the full argument and its limits are in
 // docs/MEMBERSHIP.md): a node accepts a join only while it holds a valid
 // attachment lease, and leases flow only down from the master: a child's
@@ -86,6 +98,28 @@ struct NodeRef {
   bool operator==(const NodeRef&) const = default;
 };
 
+// A master candidate as the tree knows it: a node with master_priority > 0.
+struct Candidate {
+  NodeRef ref;
+  // 1 (first choice) .. 255 (last), as PTP's priority1: lower wins, ties go
+  // to the lower id. 0 is never a candidate and never listed.
+  int priority = 0;
+
+  bool operator==(const Candidate&) const = default;
+};
+// True when `a` ranks before `b`: lower priority, then lower id.
+bool CandidateBefore(const Candidate& a, const Candidate& b);
+// Candidates as they may be kept: ids present, priorities in 1..255 (others
+// dropped), one entry per id, ranked, at most kMaxCandidates.
+std::vector<Candidate> NormalizeCandidates(std::vector<Candidate> candidates);
+inline constexpr int kMaxMasterPriority = 255;
+// A tree lists its best candidates only: a takeover needs one, a few more
+// cover several failures; the lists travel in every heartbeat.
+inline constexpr size_t kMaxCandidates = 8;
+// Candidates and masters a node remembers to poll (Membership::
+// MastershipPeers), most recently noted kept.
+inline constexpr size_t kMaxKnownPeers = 32;
+
 // What a parent hands a child: in an accepted join and in every heartbeat
 // reply. Carrying the chain and the lease together means a child's chain is
 // always the one that came with its current lease.
@@ -102,6 +136,12 @@ struct Attachment {
   // FreeSlotDepth() + 1), passed down unchanged; -1 unknown. Lets a deep
   // leaf see that it could move up (Membership::ShouldMoveUp).
   int32_t landing_depth = -1;
+  // The term of the master at the chain's root (ancestors.front()); 0
+  // unknown (a parent of an older version).
+  uint64_t term = 0;
+  // The tree's master candidates, best first, as the master knows them
+  // (passed down unchanged).
+  std::vector<Candidate> candidates;
 };
 
 // A join request as the acceptor sees it.
@@ -123,6 +163,12 @@ struct JoinRequestInfo {
   // A leaf trying to move up (Membership::StartMoveUp) takes no place
   // deeper than this; -1: any depth.
   int32_t max_depth = -1;
+  // The newcomer's master_priority: the master accepts a candidate even
+  // when full (candidates belong at depth 1, next to the master they may
+  // replace).
+  int master_priority = 0;
+  // The candidates in the newcomer's subtree (itself included), best first.
+  std::vector<Candidate> candidates;
 };
 
 enum class RejectReason {
@@ -182,6 +228,9 @@ struct ChildInfo {
   int64_t rtt_ns = -1;
   int64_t last_heard_ns = 0;
   bool pinned = false;
+  // Its master_priority and the candidates of its subtree, as it reported.
+  int master_priority = 0;
+  std::vector<Candidate> candidates;
 };
 
 enum class MembershipState {
@@ -241,6 +290,19 @@ struct MembershipConfig {
   int64_t move_cooldown_ns = 20'000'000'000;
   // Join messages one walk may send before it gives up.
   int max_join_hops = 64;
+  // 0: never master (unless `master`). 1..255: a master candidate, lower
+  // first (Candidate::priority).
+  int master_priority = 0;
+  // A candidate takes over once it has been without a master this long,
+  // counted from the last instant its lease proves the master alive (its
+  // lease expiry minus lease_ns), and it holds no lease any more.
+  int64_t takeover_after_ns = 3'000'000'000;
+  // The term a `master` starts with (a returning master that found no live
+  // master starts above every term it saw).
+  uint64_t initial_term = 1;
+  // How long a poll answer counts as news of a peer: older ones are
+  // ignored by DecideMastership.
+  int64_t peer_answer_valid_ns = 2'000'000'000;
 };
 
 // Empty when valid, else "field: reason".
@@ -255,6 +317,55 @@ struct LeavePlan {
   std::optional<NodeRef> successor;  // The leaving node's parent.
 };
 
+// What a node says of itself to a polling peer (and what a poller sends),
+// and, on the poller's side, when it asked and whether it got an answer.
+// Masters poll the peers they know all the time; a candidate without a
+// master polls them before taking over (Membership::DecideMastership).
+struct PeerView {
+  NodeRef ref;
+  bool is_master = false;
+  // Attached under a master by a lease still running (or is the master).
+  bool has_master = false;
+  // The term of its master (its own when master); 0 none known.
+  uint64_t term = 0;
+  // Its master: itself when master; the chain's root when attached (the
+  // last one known while detached); empty when none is known.
+  NodeRef master;
+  int priority = 0;
+  // A candidate with a synchronized mapping, not master: it could take
+  // over now.
+  bool eligible = false;
+  // Candidates and masters it knows (gossip: a master learns of others
+  // through the peers it polls).
+  std::vector<NodeRef> known_peers;
+  // The poller's side: when the last poll of this peer was sent (its own
+  // clock) and whether it was answered (else it failed or timed out).
+  int64_t asked_ns = 0;
+  bool answered = false;
+};
+
+// What a node should do about mastership now (Membership::
+// DecideMastership); `why` says it in words for the log.
+struct MastershipDecision {
+  enum class Kind {
+    kNone,     // Nothing to do.
+    kWait,     // Without a master, but not taking over yet (see why).
+    kPromote,  // Become master with `term` (Promote).
+    kDemote,   // A master: `master` leads a higher term; Demote to it.
+    kRejoin,   // Without a master: `master` is alive; join it
+               // (OnMasterFound).
+  };
+  Kind kind = Kind::kNone;
+  uint64_t term = 0;
+  NodeRef master;
+  std::string why;
+};
+const char* MastershipDecisionName(MastershipDecision::Kind kind);
+// True when a master of (term_a, id_a) outranks one of (term_b, id_b):
+// the higher term, at equal terms the lower id.
+bool MasterOutranks(uint64_t term_a, const std::string& id_a, uint64_t term_b,
+                    const std::string& id_b);
+
 class Membership {
  public:
   explicit Membership(MembershipConfig config);
@@ -263,7 +374,8 @@ class Membership {
   MembershipState state() const { return state_; }
   const NodeRef& self() const { return config_.self; }
   const MembershipConfig& config() const { return config_; }
-  bool is_master() const { return config_.master; }
+  // The root now: started as master, or promoted since (and not demoted).
+  bool is_master() const { return state_ == MembershipState::kMaster; }
   bool pinned() const { return config_.pinned_parent.has_value(); }
   // Set while attached.
   const std::optional<NodeRef>& parent() const { return parent_; }
@@ -312,9 +424,12 @@ class Membership {
   // node (-1: unknown) and its FreeSlotDepth() (-1: not reported, keep the
   // last). False if it is not (or no longer) a child: it should be told so
   // (OnDisowned on its side).
+  // `candidates`, when given, replaces the child's report of the
+  // candidates in its subtree.
   bool OnChildHeard(const std::string& child_id, int64_t subtree_size,
                     int64_t rtt_ns, int64_t now_ns,
-                    int32_t free_slot_depth = -1);
+                    int32_t free_slot_depth = -1,
+                    const std::vector<Candidate>* candidates = nullptr);
   // The heartbeat reply for a child: the chain to adopt and a renewed lease
   // (0 while this node holds none). Empty if `child_id` is not a child.
   std::optional<Attachment> AttachmentForChild(const std::string& child_id,
@@ -326,9 +441,11 @@ class Membership {
   // What to send when joining: self, subtree size, free-slot depth,
   // pinned, avoided ids.
   JoinRequestInfo MakeJoinRequest(int64_t now_ns) const;
-  // Whom to ask, in order: the successor a leaving parent named; the
-  // nearest living ancestor upward (grandparent ... root); the seeds; last
-  // the lost parent itself (it may only have been unreachable for a while).
+  // Whom to ask, in order: the successor a leaving parent named (or the
+  // master a demoted master yields to, or one found by polls); the nearest
+  // living ancestor upward (grandparent ... root); the tree's candidates;
+  // the seeds; the candidates and masters it has known; last the lost
+  // parent itself (it may only have been unreachable for a while).
   // Pinned: the pinned parent only. Deduplicated, never self.
   std::vector<NodeRef> RejoinCandidates() const;
   // A walk over RejoinCandidates() with MakeJoinRequest(now_ns).
@@ -398,8 +515,83 @@ class Membership {
   // Leave cleanly: stop accepting and granting; returns whom to tell.
   LeavePlan Leave();
 
+  // --- Mastership (membership/mastership.cc) -------------------------------
+  int master_priority() const { return config_.master_priority; }
+  bool is_candidate() const { return config_.master_priority > 0; }
+  // The term of the tree this node is in (its own as master; the last one
+  // known while detached; 0 before any).
+  uint64_t term() const { return term_; }
+  // The highest term it has seen anywhere; a promotion takes the next.
+  uint64_t highest_term() const { return highest_term_; }
+  // Its master: itself as master, the chain's root when attached, the last
+  // one known while detached (empty before any).
+  std::optional<NodeRef> master() const;
+  // Times this node became master by takeover or handover.
+  uint64_t promotions() const { return promotions_; }
+  // This node (if a candidate) and the candidates its children reported,
+  // ranked, at most kMaxCandidates: what it reports to its parent.
+  std::vector<Candidate> SubtreeCandidates() const;
+  // The tree's candidates, best first: the master's SubtreeCandidates(),
+  // handed down with every lease; the last list while detached.
+  std::vector<Candidate> TreeCandidates() const;
+  // The last instant this node knows its master was alive: a lease ending
+  // at E was granted by the master at E - lease_ns or later. Now for a
+  // master; 0 before any lease.
+  int64_t LastMasterContactNs(int64_t now_ns) const;
+  // Since when it has had no master (no lease, not master); -1 while it
+  // has one.
+  int64_t MasterlessSinceNs(int64_t now_ns) const;
+  // A candidate, not master, without a master, and without news of one for
+  // takeover_after: time to poll its peers and take over if none better
+  // answers (DecideMastership).
+  bool TakeoverDue(int64_t now_ns) const;
+  // Masters poll their peers always (to meet higher terms); a candidate
+  // polls them while it has no master.
+  bool ShouldPollPeers(int64_t now_ns) const;
+  // Whom to poll: the candidates and masters it has known (at most
+  // kMaxKnownPeers, most recent first) and its seeds; never itself.
+  std::vector<NodeRef> MastershipPeers() const;
+  // What this node tells a peer about itself. `synchronized`: the caller
+  // has a synchronized mapping to continue global time from.
+  PeerView SelfView(int64_t now_ns, bool synchronized) const;
+  // A peer's view (a poll's answer, or a poll received): remembers the
+  // peer, its master and the peers it knows; raises highest_term().
+  void NotePeer(const PeerView& view);
+  // What to do now, given the latest poll of each peer (`peers`, the
+  // poller's side filled in). A master demotes itself to an answering peer
+  // whose master outranks it (MasterOutranks). A candidate whose
+  // TakeoverDue(): joins a live master some peer names (kRejoin); waits
+  // while a peer has not been asked since it lost its master, while a
+  // better-ranked eligible candidate answers, or without a synchronized
+  // mapping; else takes the term after highest_term() (kPromote).
+  MastershipDecision DecideMastership(int64_t now_ns, bool synchronized,
+                                      const std::vector<PeerView>& peers) const;
+  // Become master under `term` (> highest_term()): a root now, keeping its
+  // children, granting full leases from now on. Returns the parent it had
+  // (tell it HandleLeave), if it was still attached. Safe at any time for
+  // the tree's shape: it only removes this node's parent pointer.
+  std::optional<NodeRef> Promote(uint64_t term, int64_t now_ns);
+  // A master outranked by `winner`'s: detach (waiting out its grants as
+  // any detached node, RejoinAllowedAtNs) and ask `winner` first; returns
+  // the children to tell (OnParentLeft with `winner` as successor).
+  LeavePlan Demote(const NodeRef& winner, int64_t now_ns);
+  // A live master found while without one (kRejoin): ask it first; an
+  // attached node with an expired lease detaches for that.
+  void OnMasterFound(const NodeRef& master, int64_t now_ns);
+  // The master `from_id` hands mastership over under `term`: accepted
+  // (Promote) when this node is a candidate, synchronized, in from_id's
+  // tree, not master and the term is new; else why not.
+  absl::Status AcceptHandover(const std::string& from_id, uint64_t term,
+                              bool synchronized, int64_t now_ns);
+  // The master's best candidate to hand over to, skipping `tried`.
+  std::optional<Candidate> HandoverCandidate(
+      const std::set<std::string>& tried) const;
+  // A master leaving after `new_master` accepted the handover: as Leave(),
+  // but the children's successor is the new master (not told itself).
+  LeavePlan HandOver(const NodeRef& new_master);
+
  private:
-  enum class DetachCause { kNew, kLost, kLeft, kDisowned };
+  enum class DetachCause { kNew, kLost, kLeft, kDisowned, kDemoted };
 
   static int64_t ClampSubtree(int64_t subtree_size);
   static int32_t ClampFreeSlotDepth(int32_t free_slot_depth);
@@ -427,6 +619,23 @@ class Membership {
   DetachCause detach_cause_ = DetachCause::kNew;
   std::optional<NodeRef> former_parent_;
   std::optional<NodeRef> successor_;
+
+  // Mastership (mastership.cc).
+  void NoteKnownPeer(const NodeRef& ref);
+  void AdoptMastership(const Attachment& attachment, int64_t request_sent_ns);
+  Attachment MakeAttachment(int64_t now_ns);
+  uint64_t term_ = 0;
+  uint64_t highest_term_ = 0;
+  std::vector<Candidate> tree_candidates_;
+  // Last instant the master was known alive (LastMasterContactNs).
+  int64_t master_contact_ns_ = 0;
+  // When the node lost its master while detached (MasterlessSinceNs).
+  int64_t masterless_since_ns_ = 0;
+  std::optional<NodeRef> last_master_;
+  uint64_t promotions_ = 0;
+  // Candidates and masters known, with the order they were last noted in.
+  std::map<std::string, std::pair<uint64_t, NodeRef>> known_peers_;
+  uint64_t known_peer_seq_ = 0;
 };
 
 // The joiner's side of one join: asks candidates in order, follows

@@ -36,6 +36,7 @@ MembershipSim::MembershipSim(const MembershipSimOptions& options)
   Node node(config);
   node.pod = 0;
   node.rack = 0;
+  node.synced = true;
   nodes_.emplace(master_id_, std::move(node));
   by_address_[RefOf(master_id_).grpc_address] = master_id_;
 }
@@ -55,6 +56,10 @@ void MembershipSim::Isolate(const std::string& id, int64_t until_ns) {
 bool MembershipSim::Reachable(const std::string& from,
                               const std::string& to) const {
   if (!alive(to)) return false;
+  if (now_ns_ < partition_until_ns_ &&
+      (partition_side_.count(from) > 0) != (partition_side_.count(to) > 0)) {
+    return false;
+  }
   for (const std::string* id : {&from, &to}) {
     auto it = isolated_until_ns_.find(*id);
     if (it != isolated_until_ns_.end() && now_ns_ < it->second) return false;
@@ -77,6 +82,8 @@ MembershipConfig MembershipSim::BaseConfig(const std::string& id) const {
   config.suspect_child_after_ns = options_.suspect_child_after_ns;
   config.move_up_min_gain = options_.move_up_min_gain;
   config.move_cooldown_ns = options_.move_cooldown_ns;
+  config.takeover_after_ns = options_.takeover_after_ns;
+  config.peer_answer_valid_ns = options_.peer_answer_valid_ns;
   return config;
 }
 
@@ -255,6 +262,7 @@ void MembershipSim::NodeWork(const std::string& id) {
     hb.free_slot_depth = m.FreeSlotDepth(now_ns_);
     n.reported_free = hb.free_slot_depth;
     hb.rtt_ns = options_.children_report_rtt ? Rtt(id, hb.to) : -1;
+    hb.candidates = m.SubtreeCandidates();
     Send(std::move(hb));
   }
   if (m.state() == MembershipState::kDetached && !n.walk &&
@@ -264,6 +272,7 @@ void MembershipSim::NodeWork(const std::string& id) {
     n.walk_id = ++next_walk_id_;
     ContinueWalk(id);
   }
+  MastershipWork(id);
 }
 
 void MembershipSim::CheckNoCycleFrom(const std::string& id) {
@@ -280,17 +289,25 @@ void MembershipSim::Deliver(const Message& msg) {
   // A failure is the sender's own RPC error: it arrives whatever the
   // network does.
   const bool local = msg.type == Message::Type::kJoinFailed ||
-                     msg.type == Message::Type::kHeartbeatFailed;
+                     msg.type == Message::Type::kHeartbeatFailed ||
+                     msg.type == Message::Type::kPeerFailed ||
+                     msg.type == Message::Type::kHandoverFailed;
   const bool to_alive = local ? alive(msg.to) : Reachable(msg.from, msg.to);
   // A reply cut off by a partition ends the RPC with an error (its
   // deadline) on the caller's side.
   if (!to_alive && alive(msg.to) &&
       (msg.type == Message::Type::kJoinReply ||
-       msg.type == Message::Type::kHeartbeatReply)) {
+       msg.type == Message::Type::kHeartbeatReply ||
+       msg.type == Message::Type::kPeerReply ||
+       msg.type == Message::Type::kHandoverReply)) {
     Message failed = msg;
     failed.type = msg.type == Message::Type::kJoinReply
                       ? Message::Type::kJoinFailed
-                      : Message::Type::kHeartbeatFailed;
+                  : msg.type == Message::Type::kHeartbeatReply
+                      ? Message::Type::kHeartbeatFailed
+                  : msg.type == Message::Type::kPeerReply
+                      ? Message::Type::kPeerFailed
+                      : Message::Type::kHandoverFailed;
     Deliver(failed);
     return;
   }
@@ -361,6 +378,7 @@ void MembershipSim::Deliver(const Message& msg) {
             n.m.OnAttached(msg.decision.attachment, msg.sent_ns);
         if (status.ok()) {
           ++stats_.accepted;
+          n.synced = true;
           n.walk.reset();
           std::uniform_int_distribution<int64_t> phase(
               0, options_.interleave ? options_.heartbeat_interval_ns - 1 : 0);
@@ -408,7 +426,7 @@ void MembershipSim::Deliver(const Message& msg) {
       reply.to = msg.from;
       reply.sent_ns = msg.sent_ns;
       parent.OnChildHeard(msg.from, msg.subtree_size, msg.rtt_ns, now_ns_,
-                          msg.free_slot_depth);
+                          msg.free_slot_depth, &msg.candidates);
       reply.attachment = parent.AttachmentForChild(msg.from, now_ns_);
       Send(std::move(reply));
       return;
@@ -454,6 +472,9 @@ void MembershipSim::Deliver(const Message& msg) {
       child.OnParentLeft(msg.successor, now_ns_);
       return;
     }
+    default:
+      DeliverMastership(msg, to_alive);
+      return;
   }
 }
 
@@ -474,6 +495,7 @@ void MembershipSim::Tick() {
     // In order mode a bucket is already in the order of sending.
     for (const Message& m : due) Deliver(m);
   }
+  TrackMasters();
 }
 
 size_t MembershipSim::pending_messages() const {
@@ -524,6 +546,17 @@ std::vector<std::string> MembershipSim::RealChildren(
 
 std::string MembershipSim::CheckSafety() const {
   if (!violations_.empty()) return violations_.front();
+  // At most one master per connected side, but for the time two masters
+  // that meet need to settle it (TrackMasters keeps the pairs).
+  for (const auto& [pair, since_ns] : masters_together_) {
+    if (now_ns_ - since_ns > master_resolution_ns()) {
+      return absl::StrCat("masters ", pair.first, " (term ",
+                          nodes_.at(pair.first).m.term(), ") and ", pair.second,
+                          " (term ", nodes_.at(pair.second).m.term(),
+                          ") have reached each other for ",
+                          (now_ns_ - since_ns) / 1'000'000, " ms");
+    }
+  }
   // No cycle through the real parent pointers. One pass: each node is
   // walked once (1: on the current walk, 2: known to end).
   std::map<std::string, int> mark;
@@ -571,7 +604,9 @@ std::string MembershipSim::CheckSafety() const {
     }
     // Capacity: dynamic newcomers only while below max_children.
     int pinned_children = 0;
-    for (const auto& [cid, c] : m.children()) pinned_children += c.pinned;
+    for (const auto& [cid, c] : m.children()) {
+      pinned_children += c.pinned || (m.is_master() && c.master_priority > 0);
+    }
     if (static_cast<int>(m.children().size()) >
         options_.max_children + pinned_children) {
       return absl::StrCat(id, " has ", m.children().size(), " children, max ",
@@ -613,6 +648,14 @@ std::string MembershipSim::CheckSafety() const {
 
 std::string MembershipSim::CheckConverged() const {
   if (!violations_.empty()) return violations_.front();
+  const std::vector<std::string> masters = LiveMasters();
+  if (masters.size() != 1) {
+    return absl::StrCat(masters.size(), " live masters: ",
+                        absl::StrJoin(masters, ","));
+  }
+  const std::string& root = masters.front();
+  const std::string lists = CheckCandidateLists();
+  if (!lists.empty()) return lists;
   for (const auto& [id, n] : nodes_) {
     if (!n.alive) continue;
     const Membership& m = n.m;
@@ -622,7 +665,7 @@ std::string MembershipSim::CheckConverged() const {
     }
     bool cycle = false;
     std::vector<std::string> path = PathUp(id, &cycle);
-    if (cycle || path.back() != master_id_ || !alive(path.back())) {
+    if (cycle || path.back() != root || !alive(path.back())) {
       return absl::StrCat(
           id, " does not reach the master: ", absl::StrJoin(path, " -> "));
     }
@@ -677,6 +720,7 @@ std::string MembershipSim::Describe(const std::string& id) const {
   }
   return absl::StrCat(
       id, n.alive ? "" : " (dead)", ": ", MembershipStateName(m.state()),
+      " term=", m.term(), " prio=", m.master_priority(),
       " parent=", m.parent() ? m.parent()->node_id : "-",
       " chain=", Ids(m.ancestors()), " children=", absl::StrJoin(kids, ","),
       " lease_to=", m.lease_expiry_ns(), " granted_to=", m.granted_until_ns(),
@@ -700,7 +744,10 @@ std::map<int, int> MembershipSim::DepthHistogram() const {
     if (!n.alive) continue;
     bool cycle = false;
     const std::vector<std::string> path = PathUp(id, &cycle);
-    if (cycle || path.back() != master_id_) continue;
+    if (cycle || !alive(path.back()) ||
+        nodes_.at(path.back()).m.state() != MembershipState::kMaster) {
+      continue;
+    }
     ++histogram[static_cast<int>(path.size()) - 1];
   }
   return histogram;

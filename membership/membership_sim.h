@@ -11,7 +11,17 @@
 // (ShouldMoveUp, StartMoveUp, OnMovedUp). It decides nothing about
 // placement or cycles itself: that is all the code under test.
 //
-// Nodes can also be cut off for a while (Isolate: a partition around them).
+// Nodes can also be cut off for a while (Isolate: a partition around them)
+// and the network split in two sides for a while (Partition).
+//
+// Standby masters (membership_sim_mastership.cc): candidates (AddCandidate)
+// report up and learn down the tree's candidate list; masters, and
+// candidates without a master, poll the peers they know (Peer messages
+// carrying PeerView both ways); DecideMastership's verdicts are carried
+// out (Promote, Demote with the children handed to the winner, rejoin at a
+// master found); a master can leave by handing over (HandOverAndLeave).
+// Kill(master) is master loss. In the simulator a candidate counts as
+// synchronized once it has been attached.
 //
 // Time advances in ticks. In order mode (interleave = false) a message is
 // delivered in the tick it is sent, first in first out: joins complete as
@@ -25,9 +35,11 @@
 // rack, 100 µs within a pod, 400 µs across pods.
 //
 // Invariants: CheckSafety() holds after every step (no cycle, capacity,
-// consistent chains, leases flow down), CheckConverged() once the tree has
-// settled (one tree rooted at the master holding every live node, chains
-// and subtree sizes equal to the real ones, child lists exact).
+// consistent chains, leases flow down, and no two masters able to reach
+// each other for longer than master_resolution_ns()), CheckConverged() once
+// the tree has settled (one live master, one tree rooted at it holding
+// every live node, chains and subtree sizes equal to the real ones, child
+// lists exact, every node listing the live candidates).
 
 #ifndef CLOCKSYNC_MEMBERSHIP_MEMBERSHIP_SIM_H_
 #define CLOCKSYNC_MEMBERSHIP_MEMBERSHIP_SIM_H_
@@ -36,6 +48,7 @@
 #include <map>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -83,6 +96,12 @@ struct MembershipSimOptions {
   bool children_report_rtt = true;
   int pods = 4;
   int racks_per_pod = 8;
+  // Mastership: MembershipConfig::takeover_after_ns, how often masters and
+  // masterless candidates poll their peers, and how long a poll's answer
+  // counts.
+  int64_t takeover_after_ns = 1'000'000'000;
+  int64_t peer_poll_interval_ns = 250'000'000;
+  int64_t peer_answer_valid_ns = 1'000'000'000;
 };
 
 struct MembershipSimStats {
@@ -103,12 +122,22 @@ struct MembershipSimStats {
   uint64_t moves = 0;               // ... and those that did.
   uint64_t move_levels_gained = 0;  // Sum over moves of old - new depth.
   uint64_t max_walk_hops = 0;
+  // Mastership.
+  uint64_t peer_polls = 0;
+  uint64_t promotions = 0;   // Takeovers (DecideMastership: kPromote).
+  uint64_t demotions = 0;    // Masters that met a higher term.
+  uint64_t handovers = 0;    // Accepted handovers.
+  uint64_t handover_refusals = 0;
+  uint64_t rejoin_verdicts = 0;  // kRejoin verdicts (one per tick while waiting).
+  // Longest time two masters could reach each other, ns.
+  int64_t max_masters_together_ns = 0;
 };
 
 class MembershipSim {
  public:
   explicit MembershipSim(const MembershipSimOptions& options);
 
+  // The first master (the one the simulator started with).
   const std::string& master_id() const { return master_id_; }
   // A new node that joins through the given nodes (by id; they become its
   // --join seeds, given by gRPC address only) or, with none, the master.
@@ -123,6 +152,33 @@ class MembershipSim {
   // Network partition: until `until_ns` every message to or from `id`
   // fails (requests bounce back as unreachable, the rest is lost).
   void Isolate(const std::string& id, int64_t until_ns);
+  // Until `until_ns`, messages between `side` and every other node fail
+  // (nodes added meanwhile are on the other side). Replaces an earlier
+  // Partition.
+  void Partition(const std::set<std::string>& side, int64_t until_ns);
+  // Whether a message from `from` to `to` would pass now.
+  bool Reachable(const std::string& from, const std::string& to) const;
+
+  // --- Mastership -----------------------------------------------------
+  // A candidate (master_priority `priority`, 1..255) joining like AddNode.
+  std::string AddCandidate(int priority,
+                           const std::vector<std::string>& seed_ids = {});
+  // A dead node comes back under the same id, not as master, with its
+  // priority, joining through the live candidates and the first master;
+  // it waits out the leases its previous run may have granted.
+  void Restart(const std::string& id);
+  // A master leaves cleanly: hands mastership to its best candidate
+  // (trying the next if one refuses), then tells its children to join it;
+  // without any taker, an ordinary Leave.
+  void HandOverAndLeave(const std::string& id);
+  // Live nodes that are master now.
+  std::vector<std::string> LiveMasters() const;
+  // The one live master, or "" when there are none or several.
+  std::string CurrentMaster() const;
+  // CheckSafety's bound on two masters that can reach each other: two
+  // poll rounds and their messages (a round may be needed to learn of the
+  // other), plus a few ticks.
+  int64_t master_resolution_ns() const;
   // The id the node added as the `index`-th gets (the master is 0), so a
   // test can name seeds that do not exist yet.
   static std::string IdAt(int index);
@@ -170,6 +226,12 @@ class MembershipSim {
       kHeartbeatFailed,
       kLeave,
       kParentLeft,
+      kPeer,
+      kPeerReply,
+      kPeerFailed,
+      kHandover,
+      kHandoverReply,
+      kHandoverFailed,
     };
     Type type = Type::kJoin;
     std::string from;  // Sender id.
@@ -184,6 +246,10 @@ class MembershipSim {
     int64_t rtt_ns = -1;                   // Heartbeat.
     std::optional<Attachment> attachment;  // Heartbeat reply.
     std::optional<NodeRef> successor;      // Parent left.
+    std::vector<Candidate> candidates;     // Heartbeat.
+    PeerView view;                         // Peer, PeerReply.
+    uint64_t term = 0;                     // Handover.
+    bool ok = false;                       // HandoverReply.
   };
   struct Node {
     explicit Node(const MembershipConfig& config) : m(config) {}
@@ -199,21 +265,33 @@ class MembershipSim {
     int64_t reported_size = 0;
     int32_t reported_free = -1;
     int64_t next_join_ns = 0;
+    // Mastership.
+    int priority = 0;
+    bool synced = false;  // Attached at least once (or the first master).
+    std::map<std::string, PeerView> views;  // Latest poll of each peer.
+    int64_t next_poll_ns = 0;
+    bool handing_over = false;
+    std::set<std::string> handover_tried;
   };
 
   std::string NewId();
   MembershipConfig BaseConfig(const std::string& id) const;
   NodeRef RefOf(const std::string& id) const;
   std::string Resolve(const NodeRef& ref) const;
-  // Whether a message between the two can pass now: both alive, neither
-  // isolated.
-  bool Reachable(const std::string& from, const std::string& to) const;
   void Send(Message message);
   void Deliver(const Message& message);
   void NodeWork(const std::string& id);
   void SendJoin(const std::string& id);
   void ContinueWalk(const std::string& id);
   void CheckNoCycleFrom(const std::string& id);
+  // Mastership (membership_sim_mastership.cc).
+  void MastershipWork(const std::string& id);
+  void DeliverMastership(const Message& message, bool to_alive);
+  void CarryOut(const std::string& id, const MastershipDecision& decision);
+  void SendHandover(const std::string& id);
+  void TrackMasters();
+  // Empty when every live node lists the live candidates, best first.
+  std::string CheckCandidateLists() const;
   // Real path from `id` up: the ids passed (id first); stops at the master,
   // a detached node or a dead one. `cycle` set if a node repeats.
   std::vector<std::string> PathUp(const std::string& id, bool* cycle) const;
@@ -230,6 +308,10 @@ class MembershipSim {
   std::map<std::string, Node> nodes_;
   std::map<std::string, std::string> by_address_;  // gRPC address -> id.
   std::map<std::string, int64_t> isolated_until_ns_;
+  std::set<std::string> partition_side_;
+  int64_t partition_until_ns_ = 0;
+  // Pairs of masters that can reach each other, and since when.
+  std::map<std::pair<std::string, std::string>, int64_t> masters_together_;
   // Messages in flight, by delivery time.
   std::map<int64_t, std::vector<Message>> pending_;
   std::vector<std::string> violations_;  // Found while delivering.

@@ -225,6 +225,27 @@ std::string FormatMetrics(const Topology& topology) {
   each("clocksync_parent_losses_total", "counter",
        "Parents lost since start (silence, failed heartbeats, disowned).",
        [](const NodeStatus& n) { return static_cast<double>(n.parent_losses()); });
+  // Standby masters (docs/MEMBERSHIP.md, "Terms, takeover and handover").
+  each("clocksync_term", "gauge",
+       "Term of the node's master (its own when master); 0 before any.",
+       [](const NodeStatus& n) { return static_cast<double>(n.term()); });
+  each("clocksync_has_master", "gauge",
+       "1 while the node is master or holds a lease from one.",
+       [](const NodeStatus& n) { return n.has_master() ? 1.0 : 0.0; });
+  each("clocksync_takeovers_total", "counter",
+       "Times this node became master (takeover or handover) since start.",
+       [](const NodeStatus& n) { return static_cast<double>(n.takeovers()); });
+  {
+    Family family(&out, "clocksync_masterless_seconds_total", "counter",
+                  "Time this node has spent without a master since start.");
+    for (const NodeStatus* node : up) {
+      family.SampleNsAsSeconds(*node, node->masterless_ns());
+    }
+  }
+  each("clocksync_mapping_steps_total", "counter",
+       "Steps of the published mapping since start (the first "
+       "synchronization included); global time is slewed otherwise.",
+       [](const NodeStatus& n) { return static_cast<double>(n.mapping_steps()); });
   {
     Family family(&out, "clocksync_probe_drops_total", "counter",
                   "Probe datagrams dropped since start, by socket (the "

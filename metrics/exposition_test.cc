@@ -121,6 +121,22 @@ TEST(MetricsTest, SecondsAreWrittenExactly) {
   EXPECT_THAT(text, HasSubstr("clocksync_min_round_trip_seconds{node=\"n1\"} 3\n"));
 }
 
+TEST(MetricsTest, MastershipIsCountedAndMasterlessTimeInSeconds) {
+  NodeStatus node = SampleNodeStatus("n1");
+  node.set_term(3);
+  node.set_has_master(true);
+  node.set_takeovers(2);
+  node.set_masterless_ns(3'250'000'000);
+  node.set_mapping_steps(1);
+  const std::string text = FormatNodeMetrics(node);
+  EXPECT_THAT(text, HasSubstr("clocksync_term{node=\"n1\"} 3\n"));
+  EXPECT_THAT(text, HasSubstr("clocksync_has_master{node=\"n1\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("clocksync_takeovers_total{node=\"n1\"} 2\n"));
+  EXPECT_THAT(text,
+              HasSubstr("clocksync_masterless_seconds_total{node=\"n1\"} 3.25\n"));
+  EXPECT_THAT(text, HasSubstr("clocksync_mapping_steps_total{node=\"n1\"} 1\n"));
+}
+
 TEST(MetricsTest, OneNodeIsATopologyOfOne) {
   const NodeStatus node = SampleNodeStatus("n1");
   Topology topology;

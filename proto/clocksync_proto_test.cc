@@ -69,7 +69,8 @@ TEST(ClocksyncProtoTest, ServiceIsGenerated) {
           "clocksync.Clocksync");
   ASSERT_NE(service, nullptr);
   for (const char* rpc :
-       {"GetStatus", "WatchStatus", "GetTopology", "Join", "Leave"}) {
+       {"GetStatus", "WatchStatus", "GetTopology", "Join", "Leave",
+        "Heartbeat", "Peer", "Handover"}) {
     const auto* method = service->FindMethodByName(rpc);
     ASSERT_NE(method, nullptr) << rpc;
     // Only WatchStatus streams (server to client).

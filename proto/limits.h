@@ -22,6 +22,10 @@ inline constexpr int kMaxTopologyPathLength = 256;
 inline constexpr size_t kMaxNodeIdBytes = 64;
 inline constexpr size_t kMaxLeaveReasonBytes = 256;
 inline constexpr int kMaxAvoidIds = 256;
+// Candidates in a join, heartbeat or acceptance; peers a PeerInfo lists.
+inline constexpr int kMaxWireCandidates = 8;
+inline constexpr int kMaxWireKnownPeers = 32;
+inline constexpr uint32_t kMaxWireMasterPriority = 255;
 // A heartbeat's round trip above this (60 s) is not a measurement.
 inline constexpr int64_t kMaxReportedRttNs = 60'000'000'000;
 // Largest message a topology answer may be (about 300 bytes per node).

@@ -249,6 +249,16 @@ std::string DescribeState(SyncState state) {
   }
 }
 
+// "n1 (1), n2 (2)": the candidates with their priorities, best first.
+static std::string CandidatesText(const NodeStatus& status) {
+  if (status.candidates().empty()) return "none";
+  std::vector<std::string> parts;
+  for (const MasterCandidate& c : status.candidates()) {
+    parts.push_back(absl::StrCat(c.node().node_id(), " (", c.priority(), ")"));
+  }
+  return absl::StrJoin(parts, ", ");
+}
+
 std::string FormatStatusText(const NodeStatus& status, int64_t max_error_ns) {
   const bool master = status.role() == ROLE_MASTER;
   const bool estimated = status.state() != SYNC_STATE_UNSYNCED &&
@@ -268,7 +278,10 @@ std::string FormatStatusText(const NodeStatus& status, int64_t max_error_ns) {
   }
   std::string out = Line("State", DescribeState(status.state()));
   out += Line("Error bound", bound);
-  if (master) {
+  if (master && status.takeovers() > 0) {
+    out += Line("Offset", "- (master by takeover: it continues global time "
+                          "from its synchronized mapping)");
+  } else if (master) {
     out += Line("Offset", "- (master: its clock defines global time)");
   } else {
     out += Line("Offset", offset);
@@ -278,6 +291,25 @@ std::string FormatStatusText(const NodeStatus& status, int64_t max_error_ns) {
   out +=
       Line("Node", absl::StrCat(status.node_id(), ", ", RoleText(status.role()),
                                 ", depth ", status.depth()));
+  if (status.term() > 0) {
+    // Standby masters (docs/MEMBERSHIP.md): whose time, under which term.
+    out += Line("Master",
+                absl::StrCat(status.master_id().empty() ? "?" : status.master_id(),
+                             ", term ", status.term(),
+                             status.has_master() ? "" : " (none now: holding over)"));
+    out += Line("Candidates", CandidatesText(status));
+  }
+  if (status.master_priority() > 0 || status.takeovers() > 0 ||
+      status.masterless_ns() > 0) {
+    out += Line("Standby",
+                absl::StrCat(status.master_priority() > 0
+                                 ? absl::StrCat("priority ", status.master_priority())
+                                 : std::string("not a candidate"),
+                             ", ", status.takeovers(),
+                             status.takeovers() == 1 ? " takeover" : " takeovers",
+                             ", ", FormatDurationNs(status.masterless_ns()),
+                             " without a master"));
+  }
   if (!master) {
     out += Line("Samples",
                 absl::StrCat(status.samples_in_window(),
@@ -387,7 +419,8 @@ std::string FormatTreeText(const Topology& topology) {
       row.push_back(absl::StrCat("bound ", BoundText(status)));
       row.push_back(
           status.role() == ROLE_MASTER
-              ? "master"
+              ? (status.term() > 0 ? absl::StrCat("master, term ", status.term())
+                                   : std::string("master"))
               : absl::StrCat("drift ", DriftText(status.drift_ppb())));
       row.push_back(address.empty() ? "-" : address);
       if (node.children_omitted()) row.push_back("(children not shown)");
@@ -408,6 +441,11 @@ std::string FormatTreeText(const Topology& topology) {
   // Nodes whose parent ids form a loop hang below no root: draw them too.
   for (int i = 0; i < topology.nodes_size(); ++i) add(add, i, "", "");
   std::string out = AlignColumns(rows, "");
+  if (!topology.nodes().empty() &&
+      !topology.nodes(0).status().candidates().empty()) {
+    out += absl::StrCat("candidates: ", CandidatesText(topology.nodes(0).status()),
+                        "\n");
+  }
   if (topology.truncated()) {
     out += "(truncated: --max_nodes or --max_depth reached)\n";
   }

@@ -167,6 +167,43 @@ TEST(StatusTextTest, MasterLayout) {
             "Version         : 0.3.0\n");
 }
 
+TEST(StatusTextTest, MastershipLinesNameTheMasterTermAndCandidates) {
+  NodeStatus status = MasterStatus();
+  status.set_term(2);
+  status.set_master_id("m0");
+  status.set_has_master(true);
+  status.set_takeovers(1);
+  status.set_master_priority(1);
+  status.set_masterless_ns(3'250'000'000);
+  for (const auto& [id, priority] :
+       std::vector<std::pair<std::string, int>>{{"m0", 1}, {"n2", 2}}) {
+    MasterCandidate* c = status.add_candidates();
+    c->mutable_node()->set_node_id(id);
+    c->set_priority(priority);
+  }
+  const std::string text = FormatStatusText(status, kOneMs);
+  EXPECT_THAT(text, HasSubstr("Offset          : - (master by takeover: it "
+                              "continues global time from its synchronized "
+                              "mapping)\n"));
+  EXPECT_THAT(text, HasSubstr("Master          : m0, term 2\n"
+                              "Candidates      : m0 (1), n2 (2)\n"
+                              "Standby         : priority 1, 1 takeover, "
+                              "3.250 s without a master\n"));
+  // A node whose master is gone says so.
+  NodeStatus orphan = SampleNodeStatus("n3");
+  orphan.set_term(2);
+  orphan.set_master_id("m0");
+  EXPECT_THAT(FormatStatusText(orphan, kOneMs),
+              HasSubstr("Master          : m0, term 2 (none now: holding over)\n"
+                        "Candidates      : none\n"));
+  // The tree says the term at the master and lists the candidates.
+  Topology topology;
+  *topology.add_nodes()->mutable_status() = status;
+  EXPECT_THAT(FormatTreeText(topology), HasSubstr("master, term 2"));
+  EXPECT_THAT(FormatTreeText(topology),
+              HasSubstr("candidates: m0 (1), n2 (2)\n"));
+}
+
 TEST(StatusTextTest, UnsyncedAndTooLargeSayWhatIsWrongFirst) {
   NodeStatus unsynced = SampleNodeStatus("n3");
   unsynced.set_state(SYNC_STATE_UNSYNCED);

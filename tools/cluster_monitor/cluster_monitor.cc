@@ -9,6 +9,9 @@
 // a summary counted after --warmup_s, as text or --json. Depth and parent
 // come from each daemon's status file when it has them (self-arranged trees
 // change), and the table lists the nodes in tree order, indented by depth.
+// The master given by --master is the truth throughout: after it dies (its
+// segment stays behind with its last mapping) a node that took over is
+// listed as a root, marked with its term, and still measured against it.
 
 #include <algorithm>
 #include <csignal>
@@ -45,6 +48,8 @@ struct Node {
   std::string id;
   int depth = 0;
   std::string parent;  // From the status file; empty if unknown.
+  std::string role;    // "master" or "node", from the status file.
+  std::string term;
   std::string shm_path;
   std::string status_path;
   std::unique_ptr<clocksync::Clock> clock;
@@ -84,6 +89,14 @@ std::vector<size_t> TreeOrder(const std::vector<Node>& nodes) {
     }
   };
   visit("master");
+  // Nodes that took over: roots of their own ("-" is a master's parent).
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (!placed[i] && nodes[i].parent == "-") {
+      placed[i] = true;
+      order.push_back(i);
+      visit(nodes[i].id);
+    }
+  }
   for (size_t i = 0; i < nodes.size(); ++i) {
     if (!placed[i]) {
       placed[i] = true;
@@ -160,6 +173,8 @@ int main(int argc, char** argv) {
       const std::string depth = StatusField(n.status_path, "depth");
       if (!depth.empty()) n.depth = std::atoi(depth.c_str());
       n.parent = StatusField(n.status_path, "parent");
+      n.role = StatusField(n.status_path, "role");
+      n.term = StatusField(n.status_path, "term");
     }
     for (size_t index : TreeOrder(nodes)) {
       Node& n = nodes[index];
@@ -193,11 +208,13 @@ int main(int argc, char** argv) {
       if (table) {
         const char* state_names[] = {"?", "unsynced", "synced", "recovering", "holdover"};
         const int s = r.state() <= 4 ? r.state() : 0;
-        std::printf("         %-16s %6s %5d %12lld %12lld %12s %9s %s%s\n",
+        const std::string role =
+            n.role == "master" ? "  MASTER, term " + n.term : std::string();
+        std::printf("         %-16s %6s %5d %12lld %12lld %12s %9s %s%s%s\n",
                     label.c_str(), n.parent.c_str(), n.depth, synced ? static_cast<long long>(error) : 0LL,
                     synced ? static_cast<long long>(bound) : 0LL, drift.c_str(),
                     StatusField(n.status_path, "samples").c_str(), state_names[s],
-                    synced && !inside ? "  BOUND VIOLATED" : "");
+                    role.c_str(), synced && !inside ? "  BOUND VIOLATED" : "");
       }
     }
     std::fflush(stdout);
