@@ -3,24 +3,26 @@
 clocksyncd nodes with modeled clocks, merged with babeltrace2, with
 libclocksync-lttng.so as LTTng's clock and with LTTng's default clock.
 
-Run by lttng_merge_test.sh inside a private mount namespace (a private
-/run/lttng and /dev/shm: its lttng-sessiond meets no other). The cluster: a
-master m0 and two nodes joined to it, `a` on a modeled clock of offset 0
-and +25 ppm, `b` of offset +2 s and -40 ppm. examples/lttng_ping_pong's
-pong runs on node a, its ping on node b: each reads its own node's segment
-(CLOCKSYNC_SHM), and ping runs in a time namespace whose CLOCK_MONOTONIC
+Run by lttng_merge_test.sh (root). The cluster: a master m0 and two nodes
+joined to it, `a` on a modeled clock of offset 0 and +25 ppm, `b` of
+offset +2 s and -40 ppm. Each node is also an LTTng "host": a mount
+namespace with its own /run/lttng and /dev/shm, so its own lttng-sessiond
+and consumer daemon reading its own node's segment (CLOCKSYNC_SHM), and its
+own trace, as on separate machines. examples/lttng_ping_pong's pong runs on
+host a, its ping on host b, in a time namespace whose CLOCK_MONOTONIC
 (LTTng's default clock) is 2 s ahead, as b's clock is (a time namespace
 shifts a clock; it cannot make it run fast or slow, so only the offsets
-are reproduced there).
+are reproduced there). babeltrace2 merges the two hosts' traces.
 
-  1. plugin   lttng-sessiond (and its consumer) and both programs load the
-              plugin. Every message must be received after it was sent in
+  1. plugin   both session daemons (and their consumers) and both programs
+              load the plugin. Every message must be received after it was sent in
               babeltrace2's merged output (0 receive-before-send), every
               event's timestamp must be the global time the program read
               just before it (clocksync_ns: median within 20 us, 95 % within
               0.5 ms, all within 0.1 s), the
-              metadata's clock must be ours (name, the tree's uuid, 1 GHz)
-              with the offset the plugin's bias (+- 10 us), and neither
+              metadata's clock must be ours in both hosts' traces (name, the
+              tree's uuid, 1 GHz) with the offset the plugin's bias
+              (+- 10 us), and neither
               program may have fallen back.
   2. default  the same run without the plugin: the ping -> pong messages
               (half of them) are received before they were sent, and
@@ -112,67 +114,89 @@ def start_cluster():
     return shm
 
 
-def lttng(*args, env):
-    r = subprocess.run(["lttng", "--no-sessiond", *args], env=env, capture_output=True,
-                       text=True, timeout=60)
-    if r.returncode != 0:
-        fail(f"lttng {' '.join(args)}: exit {r.returncode}: {r.stdout}{r.stderr}")
+# One "host": a mount namespace of its own (its own /run/lttng and
+# /dev/shm, so its own lttng-sessiond and consumer, as on a separate node),
+# a session with per-process buffers enabling clocksync_pingpong:*, then
+# the program given, then stop and destroy. Exit 98: lttng-sessiond did not
+# start (the test skips); 97, 99: mounts, lttng commands.
+HOST_SCRIPT = r"""
+set -u
+mount -t tmpfs -o mode=0755 cs-lttng-host /run/lttng || exit 97
+mount -t tmpfs -o mode=1777 cs-lttng-host /dev/shm || exit 97
+sessiond_log=$1 trace=$2
+shift 2
+lttng-sessiond --no-kernel >"$sessiond_log" 2>&1 &
+sessiond=$!
+for _ in $(seq 200); do
+  lttng --no-sessiond list >/dev/null 2>&1 && break
+  kill -0 $sessiond 2>/dev/null || exit 98
+  sleep 0.1
+done
+lttng --no-sessiond list >/dev/null 2>&1 || exit 98
+lttng --no-sessiond create s --output="$trace" >/dev/null &&
+  lttng --no-sessiond enable-channel --userspace --buffers-pid ch >/dev/null &&
+  lttng --no-sessiond enable-event --userspace --channel=ch 'clocksync_pingpong:*' >/dev/null &&
+  lttng --no-sessiond start >/dev/null || exit 99
+"$@"
+status=$?
+lttng --no-sessiond stop >/dev/null || status=99
+lttng --no-sessiond destroy >/dev/null || status=99
+kill $sessiond
+wait $sessiond
+exit $status
+"""
 
 
 def traced_run(name, shm, plugin):
-    """One traced ping-pong; returns (babeltrace2 text, metadata texts, app logs)."""
-    env = dict(os.environ, LTTNG_HOME=os.path.join(WORK, "home"))
-    os.makedirs(env["LTTNG_HOME"], exist_ok=True)
-    env.pop("LTTNG_UST_CLOCK_PLUGIN", None)
-    if plugin:
-        env["LTTNG_UST_CLOCK_PLUGIN"] = PLUGIN
-    # The session daemon (and the consumer it starts) read node a's clock.
-    sessiond = spawn(["lttng-sessiond", "--no-kernel"], f"sessiond_{name}.log",
-                     env=dict(env, CLOCKSYNC_SHM=shm["a"]))
-    deadline = time.time() + 20
-    while subprocess.run(["lttng", "--no-sessiond", "list"], env=env,
-                         capture_output=True).returncode != 0:
-        if sessiond.poll() is not None or time.time() > deadline:
-            log(f"SKIPPED: lttng-sessiond does not run here (exit {sessiond.poll()}):\n"
-                + tail(f"sessiond_{name}.log"))
-            sys.exit(0)
-        time.sleep(0.1)
-    trace = os.path.join(WORK, f"trace_{name}")
-    lttng("create", f"s_{name}", f"--output={trace}", env=env)
-    lttng("enable-channel", "--userspace", "--buffers-pid", "ch", env=env)
-    lttng("enable-event", "--userspace", "--channel=ch", "clocksync_pingpong:*", env=env)
-    lttng("start", env=env)
+    """One traced ping-pong across two hosts, pong on a and ping on b;
+    returns (babeltrace2's merged text, the metadata texts, the hosts' logs)."""
     # Short: a socket path has at most 107 bytes (WORK's may be longer).
     sock = os.path.join(SOCKET_DIR, f"pp_{name}.sock")
-    # The consumer daemon stamps the end of a process's packets when the
-    # process exits, with its own clock: with LTTng's default clock that lies
+    # A consumer daemon stamps the end of a process's packets when the
+    # process exits, with its own clock: with LTTng's default clock b's lies
     # 2 s behind ping's, so the processes linger that long after their last
     # event (else babeltrace2 refuses packets that end before their events).
     linger = f"--linger_ms={MODEL_OFFSET_S * 1000 + 500}"
-    pong = spawn([PING_PONG, "--role=pong", f"--socket={sock}", linger], f"pong_{name}.log",
-                 env=dict(env, CLOCKSYNC_SHM=shm["a"]))
-    ping = spawn(["unshare", "--time", f"--monotonic={MODEL_OFFSET_S}",
-                  f"--boottime={MODEL_OFFSET_S}", PING_PONG, "--role=ping",
-                  f"--socket={sock}", f"--messages={MESSAGES}", "--interval_us=2000", linger],
-                 f"ping_{name}.log", env=dict(env, CLOCKSYNC_SHM=shm["b"]))
-    for p, who in ((ping, "ping"), (pong, "pong")):
-        if p.wait(timeout=120) != 0:
-            fail(f"{name}: {who} exited {p.returncode}:\n" + tail(f"{who}_{name}.log"))
-    lttng("stop", env=env)
-    lttng("destroy", env=env)
-    sessiond.terminate()
-    sessiond.wait(timeout=30)
-    r = subprocess.run(["babeltrace2", "--clock-seconds", trace], capture_output=True,
+    programs = {
+        "a": [PING_PONG, "--role=pong", f"--socket={sock}", linger],
+        "b": ["unshare", "--time", f"--monotonic={MODEL_OFFSET_S}",
+              f"--boottime={MODEL_OFFSET_S}", PING_PONG, "--role=ping", f"--socket={sock}",
+              f"--messages={MESSAGES}", "--interval_us=2000", linger],
+    }
+    hosts, traces = {}, []
+    for h, program in programs.items():
+        env = dict(os.environ, LTTNG_HOME=os.path.join(WORK, f"home_{h}"),
+                   CLOCKSYNC_SHM=shm[h])
+        os.makedirs(env["LTTNG_HOME"], exist_ok=True)
+        env.pop("LTTNG_UST_CLOCK_PLUGIN", None)
+        if plugin:  # in the session daemon, its consumer and the program
+            env["LTTNG_UST_CLOCK_PLUGIN"] = PLUGIN
+        trace = os.path.join(WORK, f"trace_{name}_{h}")
+        traces.append(trace)
+        hosts[h] = spawn(["unshare", "--mount", "--propagation", "private", "bash", "-c",
+                          HOST_SCRIPT, "host", os.path.join(WORK, f"sessiond_{name}_{h}.log"),
+                          trace, *program], f"host_{name}_{h}.log", env=env)
+    for h, p in hosts.items():
+        status = p.wait(timeout=180)
+        if status == 98:
+            log(f"SKIPPED: lttng-sessiond does not run here:\n"
+                + tail(f"sessiond_{name}_{h}.log"))
+            sys.exit(0)
+        if status != 0:
+            fail(f"{name}: host {h} exited {status}:\n" + tail(f"host_{name}_{h}.log")
+                 + tail(f"sessiond_{name}_{h}.log"))
+    r = subprocess.run(["babeltrace2", "--clock-seconds", *traces], capture_output=True,
                        text=True, timeout=120)
     if r.returncode != 0:
         fail(f"{name}: babeltrace2 could not merge the traces:\n{r.stderr[-3000:]}")
     metadata = []
-    for dirpath, _, files in os.walk(trace):
-        if "metadata" in files:
-            with open(os.path.join(dirpath, "metadata"), "rb") as f:
-                metadata.append(f.read().decode("latin-1"))
-    apps = tail(f"ping_{name}.log", 50) + tail(f"pong_{name}.log", 50)
-    return r.stdout, metadata, apps
+    for trace in traces:
+        for dirpath, _, files in os.walk(trace):
+            if "metadata" in files:
+                with open(os.path.join(dirpath, "metadata"), "rb") as f:
+                    metadata.append(f.read().decode("latin-1"))
+    logs = tail(f"host_{name}_a.log", 50) + tail(f"host_{name}_b.log", 50)
+    return r.stdout, metadata, logs
 
 
 LINE = re.compile(r"^\[(\d+)\.(\d{9})\] \S+ \S+:(\S+):\(\d+\) clocksync_pingpong:(send|recv): "
@@ -203,7 +227,7 @@ def main():
     shm = start_cluster()
     log(f"cluster: m0, a (offset 0, +25 ppm), b (offset +{MODEL_OFFSET_S} s, -40 ppm) synchronized")
 
-    text, metadata, apps = traced_run("plugin", shm, plugin=True)
+    text, metadata, logs = traced_run("plugin", shm, plugin=True)
     events, ids, before = analyse(text)
     log(f"RESULT plugin: {len(before)}/{len(ids)} receive-before-send ({len(events)} events)")
     if len(ids) != 2 * MESSAGES:
@@ -211,8 +235,8 @@ def main():
              + text[:2000])
     if before:
         fail(f"plugin: messages received before sent: {before[:10]}")
-    if "clocksync-lttng:" in apps:
-        fail("plugin: a program fell back or the plugin complained:\n" + apps)
+    if "clocksync-lttng:" in logs:
+        fail("plugin: a program fell back or the plugin complained:\n" + logs)
     # Absolute times: LTTng's timestamp of each event against the global
     # time the program read just before it.
     # (A program preempted between the two reads makes a few large ones on
