@@ -21,6 +21,11 @@ constexpr double kMinEffectiveCheckpoints = 4.0;
 // A level whose hull range is wider than this times the next longer
 // level's has lost its low-delay samples (see the header).
 constexpr double kEligibleRangeRatio = 4.0;
+// A level whose samples span less than this fraction of what its window
+// could hold by now (its window, or the time since the windows began
+// filling) has a hole: after an outage the short windows restart from a
+// few samples and their slope is poor. It may not answer.
+constexpr double kEligibleSpanFraction = 0.5;
 // Purity: a reference wider than median + this × (median − minimum) of the
 // recent ones is left out. Needs this many widths before it judges.
 constexpr double kPurityFactor = 3.0;
@@ -181,8 +186,13 @@ void AdaptiveWindowEstimator::Select(const std::array<TimeEstimate, kMaxLevels>&
     const double range = static_cast<double>(e.latest_ns - e.earliest_ns) -
                          2 * levels_[k]->AllowanceAtNs(x);
     current_range_[k] = range;
-    eligible[k] = k == 0 || ranges_count_ < kPurityMinWidths ||
-                  range <= kEligibleRangeRatio * median_range_[k];
+    const double fillable_ns = static_cast<double>(
+        std::min(levels_[k]->config().window_ns, x - start_x_));
+    const bool filled = static_cast<double>(levels_[k]->window_span_ns()) >=
+                        kEligibleSpanFraction * fillable_ns;
+    eligible[k] = k == 0 || ((ranges_count_ < kPurityMinWidths ||
+                              range <= kEligibleRangeRatio * median_range_[k]) &&
+                             filled);
     if (!eligible[k]) break;
   }
   // A candidate is eligible when its levels are (a mean: both).
@@ -238,6 +248,10 @@ AddResult AdaptiveWindowEstimator::Add(const ProbeSample& s) {
   if (!have_anchor_) {
     have_anchor_ = true;
     anchor_y_ = static_cast<int64_t>(request_offset);
+  }
+  if (!have_start_ || cut) {
+    have_start_ = true;
+    start_x_ = s.t4_ns;
   }
   if (cut) {
     // A step or a bend beyond the windows: predictions from before it

@@ -38,7 +38,9 @@
 // 4. Eligibility. A level whose hulls' range at x (without the wander
 //    allowance) is more than 4 times its own recent median has lost its
 //    low-delay samples (a congestion episode fills a short window) and may
-//    not answer, nor may any shorter one.
+//    not answer, nor may any shorter one; nor may a level whose samples
+//    span less than half of what its window could hold by now (after an
+//    outage the short windows restart from a few samples).
 //
 // The answering level's bound is its own (each level's bound is valid
 // alone), and its estimate lies inside it.
@@ -151,6 +153,9 @@ class AdaptiveWindowEstimator final : public Estimator {
   int64_t long_reference_ns_ = 0;
   // PairKind by candidate pair.
   std::array<std::array<uint8_t, kMaxCandidates>, kMaxCandidates> kind_{};
+  // Where the windows began filling: the first sample, or the last cut.
+  bool have_start_ = false;
+  int64_t start_x_ = 0;
   bool have_anchor_ = false;
   int64_t anchor_y_ = 0;  // Offsets are kept relative to this, ns.
   std::deque<Checkpoint> pending_;
