@@ -21,10 +21,23 @@ constexpr double kMinEffectiveCheckpoints = 4.0;
 // A level whose hull range is wider than this times the next longer
 // level's has lost its low-delay samples (see the header).
 constexpr double kEligibleRangeRatio = 4.0;
+// A level whose samples span less than this fraction of what its window
+// could hold by now (its window, or the time since the windows began
+// filling) has a hole: after an outage the short windows restart from a
+// few samples and their slope is poor. It may not answer.
+constexpr double kEligibleSpanFraction = 0.5;
 // Purity: a reference wider than median + this × (median − minimum) of the
 // recent ones is left out. Needs this many widths before it judges.
 constexpr double kPurityFactor = 3.0;
 constexpr int kPurityMinWidths = 8;
+// The long reference runs this many times D: its minima come from this many
+// times more samples, so it is that much less noisy where the jitter is
+// large against the rate (1 probe/s), and it is late by as much, which
+// only the long windows, that change slowly, can afford.
+constexpr int64_t kLongReferenceFactor = 2;
+// Two candidates are compared on the long reference when the shorter
+// window either leans on is at least this many long references.
+constexpr int64_t kLongPairWindows = 2;
 
 }  // namespace
 
@@ -37,67 +50,90 @@ AdaptiveWindowEstimator::AdaptiveWindowEstimator(const AdaptiveConfig& config)
   }
   candidates_ = 2 * config.levels - 1;
   reference_ns_ = std::max<int64_t>(1, levels_.back()->config().window_ns / 2);
+  long_reference_ns_ = kLongReferenceFactor * reference_ns_;
+  for (int a = 0; a < candidates_; ++a) {
+    for (int b = 0; b < candidates_; ++b) {
+      // Candidate c leans on levels c / 2 and (c + 1) / 2; the shorter
+      // window is the latter's.
+      const int64_t shorter = std::min(
+          levels_[(a + 1) / 2]->config().window_ns,
+          levels_[(b + 1) / 2]->config().window_ns);
+      kind_[a][b] = shorter >= kLongPairWindows * long_reference_ns_ ? 1 : 0;
+    }
+  }
 }
 
 int64_t AdaptiveWindowEstimator::selected_window_ns() const {
   return levels_[selected_]->config().window_ns;
 }
 
+int AdaptiveWindowEstimator::PairKind(int a, int b) const {
+  return kind_[a][b];
+}
+
 double AdaptiveWindowEstimator::score(int level) const {
-  if (level <= 0 || weight_sum_ <= 0) return 0;
-  return scores_[level][0].sum_d / weight_sum_;
+  if (level <= 0) return 0;
+  const double w = weight_sum_[PairKind(2 * level, 0)];
+  return w <= 0 ? 0 : scores_[2 * level][0].sum_d / w;
 }
 
 double AdaptiveWindowEstimator::score_upper_bound(int level) const {
-  return level <= 0 ? 0 : PairedUpperBound(level, 0);
+  return level <= 0 ? 0 : PairedUpperBound(2 * level, 0);
 }
 
 double AdaptiveWindowEstimator::PairedUpperBound(int a, int b) const {
-  if (weight_sum_ <= 0) return std::numeric_limits<double>::infinity();
+  const int kind = PairKind(a, b);
+  const double w = weight_sum_[kind];
+  if (w <= 0) return std::numeric_limits<double>::infinity();
   const PairedScore& p = scores_[a][b];
-  const double mean = p.sum_d / weight_sum_;
-  const double variance = std::max(0.0, p.sum_d2 / weight_sum_ - mean * mean);
-  const double effective =
-      weight_sum_ * weight_sum_ / weight_sum2_ / kCheckpointOverlap;
+  const double mean = p.sum_d / w;
+  const double variance = std::max(0.0, p.sum_d2 / w - mean * mean);
+  // Long references overlap kLongReferenceFactor times more.
+  const double overlap =
+      kCheckpointOverlap * (kind == 1 ? kLongReferenceFactor : 1);
+  const double effective = w * w / weight_sum2_[kind] / overlap;
   if (effective < kMinEffectiveCheckpoints) {
     return std::numeric_limits<double>::infinity();
   }
   return mean + kConfidenceZ * std::sqrt(variance / effective);
 }
 
-bool AdaptiveWindowEstimator::IsPure(double width_ns) {
-  widths_[widths_next_] = width_ns;
-  widths_next_ = (widths_next_ + 1) % static_cast<int>(widths_.size());
-  widths_count_ = std::min(widths_count_ + 1, static_cast<int>(widths_.size()));
-  if (widths_count_ < kPurityMinWidths) return true;
-  std::array<double, 31> sorted = widths_;
-  std::sort(sorted.begin(), sorted.begin() + widths_count_);
+bool AdaptiveWindowEstimator::IsPure(double width_ns, int kind) {
+  std::array<double, 31>& widths = widths_[kind];
+  const int size = static_cast<int>(widths.size());
+  widths[widths_next_[kind]] = width_ns;
+  widths_next_[kind] = (widths_next_[kind] + 1) % size;
+  const int count = widths_count_[kind] = std::min(widths_count_[kind] + 1, size);
+  if (count < kPurityMinWidths) return true;
+  std::array<double, 31> sorted = widths;
+  std::sort(sorted.begin(), sorted.begin() + count);
   const double minimum = sorted[0];
-  const double median = sorted[widths_count_ / 2];
+  const double median = sorted[count / 2];
   return width_ns <= median + kPurityFactor * (median - minimum);
 }
 
-void AdaptiveWindowEstimator::ScoreCheckpoint(const Checkpoint& c) {
-  if (!c.has_upper || !c.has_lower) return;
-  if (!IsPure(c.upper - c.lower)) {
-    ++checkpoints_impure_;
+void AdaptiveWindowEstimator::ScoreCheckpoint(const Checkpoint& c, int kind) {
+  if (!c.has_upper[kind] || !c.has_lower[kind]) return;
+  if (!IsPure(c.upper[kind] - c.lower[kind], kind)) {
+    if (kind == 0) ++checkpoints_impure_;
     return;
   }
-  ++checkpoints_scored_;
-  const double reference = (c.upper + c.lower) / 2;
+  if (kind == 0) ++checkpoints_scored_;
+  const double reference = (c.upper[kind] + c.lower[kind]) / 2;
   const double decay =
-      checkpoints_scored_ == 1
+      scored_[kind]++ == 0
           ? 0.0
-          : std::exp(-static_cast<double>(std::max<int64_t>(0, c.x - last_score_x_)) /
+          : std::exp(-static_cast<double>(
+                         std::max<int64_t>(0, c.x - last_score_x_[kind])) /
                      static_cast<double>(config_.score_time_constant_ns));
-  last_score_x_ = c.x;
-  weight_sum_ = weight_sum_ * decay + 1;
-  weight_sum2_ = weight_sum2_ * decay * decay + 1;
+  last_score_x_[kind] = c.x;
+  weight_sum_[kind] = weight_sum_[kind] * decay + 1;
+  weight_sum2_[kind] = weight_sum2_[kind] * decay * decay + 1;
   const size_t n = static_cast<size_t>(candidates_);
   for (size_t a = 0; a < n; ++a) {
     const double ea = c.predicted[a] - reference;
     for (size_t b = 0; b < n; ++b) {
-      if (a == b) continue;
+      if (a == b || kind_[a][b] != kind) continue;
       const double eb = c.predicted[b] - reference;
       const double d = ea * ea - eb * eb;
       PairedScore& p = scores_[a][b];
@@ -111,21 +147,29 @@ void AdaptiveWindowEstimator::UpdateCheckpoints(const ProbeSample& s,
                                                 int64_t request_y,
                                                 int64_t response_y) {
   for (Checkpoint& c : pending_) {
-    if (s.t1_ns >= c.x) {
-      const double y = static_cast<double>(request_y) -
-                       c.slope * static_cast<double>(s.t1_ns - c.x);
-      c.upper = c.has_upper ? std::min(c.upper, y) : y;
-      c.has_upper = true;
+    // The short reference takes samples until it is scored, the long one
+    // until the checkpoint leaves.
+    for (int kind = c.short_scored ? 1 : 0; kind < 2; ++kind) {
+      if (s.t1_ns >= c.x) {
+        const double y = static_cast<double>(request_y) -
+                         c.slope * static_cast<double>(s.t1_ns - c.x);
+        c.upper[kind] = c.has_upper[kind] ? std::min(c.upper[kind], y) : y;
+        c.has_upper[kind] = true;
+      }
+      if (s.t4_ns > c.x) {
+        const double y = static_cast<double>(response_y) -
+                         c.slope * static_cast<double>(s.t4_ns - c.x);
+        c.lower[kind] = c.has_lower[kind] ? std::max(c.lower[kind], y) : y;
+        c.has_lower[kind] = true;
+      }
     }
-    if (s.t4_ns > c.x) {
-      const double y = static_cast<double>(response_y) -
-                       c.slope * static_cast<double>(s.t4_ns - c.x);
-      c.lower = c.has_lower ? std::max(c.lower, y) : y;
-      c.has_lower = true;
+    if (!c.short_scored && s.t4_ns >= c.due_x) {
+      ScoreCheckpoint(c, 0);
+      c.short_scored = true;
     }
   }
-  while (!pending_.empty() && s.t4_ns >= pending_.front().due_x) {
-    ScoreCheckpoint(pending_.front());
+  while (!pending_.empty() && s.t4_ns >= pending_.front().long_due_x) {
+    ScoreCheckpoint(pending_.front(), 1);
     pending_.pop_front();
   }
 }
@@ -142,8 +186,13 @@ void AdaptiveWindowEstimator::Select(const std::array<TimeEstimate, kMaxLevels>&
     const double range = static_cast<double>(e.latest_ns - e.earliest_ns) -
                          2 * levels_[k]->AllowanceAtNs(x);
     current_range_[k] = range;
-    eligible[k] = k == 0 || ranges_count_ < kPurityMinWidths ||
-                  range <= kEligibleRangeRatio * median_range_[k];
+    const double fillable_ns = static_cast<double>(
+        std::min(levels_[k]->config().window_ns, x - start_x_));
+    const bool filled = static_cast<double>(levels_[k]->window_span_ns()) >=
+                        kEligibleSpanFraction * fillable_ns;
+    eligible[k] = k == 0 || ((ranges_count_ < kPurityMinWidths ||
+                              range <= kEligibleRangeRatio * median_range_[k]) &&
+                             filled);
     if (!eligible[k]) break;
   }
   // A candidate is eligible when its levels are (a mean: both).
@@ -200,6 +249,10 @@ AddResult AdaptiveWindowEstimator::Add(const ProbeSample& s) {
     have_anchor_ = true;
     anchor_y_ = static_cast<int64_t>(request_offset);
   }
+  if (!have_start_ || cut) {
+    have_start_ = true;
+    start_x_ = s.t4_ns;
+  }
   if (cut) {
     // A step or a bend beyond the windows: predictions from before it
     // cannot be checked against samples after it.
@@ -218,6 +271,7 @@ AddResult AdaptiveWindowEstimator::Add(const ProbeSample& s) {
     Checkpoint c;
     c.x = x;
     c.due_x = x + reference_ns_;
+    c.long_due_x = x + long_reference_ns_;
     c.slope = now[selected_].drift_ppb * 1e-9;
     std::array<double, kMaxLevels> level{};
     for (size_t k = 0; k < levels_.size(); ++k) {

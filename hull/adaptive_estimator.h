@@ -20,21 +20,27 @@
 //    Only the lowest-delay samples of those seconds set these minima, and
 //    none of them was known to any level when it predicted: the middle of
 //    [lower, upper] is an independent, low-noise reference for θ(x).
+//    A second, long reference runs 2D: candidates that both lean on
+//    windows of at least 4D are compared on it (its minima come from twice
+//    the samples: at 1 probe/s the short one's noise hides the difference
+//    between the long windows), the others on the short one.
 // 2. Purity. A checkpoint whose reference interval is much wider than the
 //    recent ones (width > median + 3 × (median − minimum) of the last 31:
 //    a congestion episode, no low-delay sample in those D seconds) is not
 //    scored.
-// 3. Significance. Each level k is scored against the longest window by
-//    the paired difference d_k = (θ_k − ref)² − (θ_0 − ref)², its
-//    exponentially weighted mean μ_k and standard error s_k over
-//    `score_time_constant_ns`. The answering level minimizes the upper
-//    confidence bound μ_k + 2 s_k (the longest window scores 0): a shorter
-//    window answers only when it is better beyond what the reference's
-//    noise explains.
+// 3. Significance. The candidates are the levels and the means of
+//    neighbouring levels. Every pair (a, b) is scored by the paired
+//    difference d = (θ_a − ref)² − (θ_b − ref)², its exponentially weighted
+//    mean μ and standard error s over `score_time_constant_ns`. The answer
+//    moves from the incumbent b to the candidate a with the lowest
+//    μ + 1.5 s, when that is negative: another candidate answers only when
+//    it is better beyond what the reference's noise explains.
 // 4. Eligibility. A level whose hulls' range at x (without the wander
-//    allowance) is more than 4 times that of the next longer level has lost
-//    its low-delay samples (a congestion episode fills a short window) and
-//    may not answer, nor may any shorter one.
+//    allowance) is more than 4 times its own recent median has lost its
+//    low-delay samples (a congestion episode fills a short window) and may
+//    not answer, nor may any shorter one; nor may a level whose samples
+//    span less than half of what its window could hold by now (after an
+//    outage the short windows restart from a few samples).
 //
 // The answering level's bound is its own (each level's bound is valid
 // alone), and its estimate lies inside it.
@@ -110,10 +116,14 @@ class AdaptiveWindowEstimator final : public Estimator {
     int64_t x = 0;      // Local time of the predictions (a sample's t4).
     int64_t due_x = 0;  // Scored at the first sample with t4 >= due_x.
     double slope = 0;   // β, ns per ns, for projecting later samples to x.
-    double upper = 0;   // Reference: θ(x) <= upper ...
-    double lower = 0;   // ... and >= lower, once has_upper / has_lower.
-    bool has_upper = false;
-    bool has_lower = false;
+    int64_t long_due_x = 0;  // The long reference ends here.
+    // The references: θ(x) <= upper and >= lower, from the samples up to
+    // due_x (kind 0, short) and up to long_due_x (kind 1, long).
+    std::array<double, 2> upper{};
+    std::array<double, 2> lower{};
+    std::array<bool, 2> has_upper{};
+    std::array<bool, 2> has_lower{};
+    bool short_scored = false;
     std::array<double, kMaxCandidates> predicted{};  // θ_c(x), ns.
   };
   // Paired score of one level against another (exponentially weighted).
@@ -123,11 +133,15 @@ class AdaptiveWindowEstimator final : public Estimator {
   };
   // Upper confidence bound of the mean of (θ_a − ref)² − (θ_b − ref)².
   double PairedUpperBound(int a, int b) const;
+  // Which reference candidates a and b are compared on: 1 (the long one)
+  // when both lean on windows at least kLongPairWindows long references,
+  // else 0.
+  int PairKind(int a, int b) const;
 
   void UpdateCheckpoints(const ProbeSample& s, int64_t request_y,
                          int64_t response_y);
-  void ScoreCheckpoint(const Checkpoint& c);
-  bool IsPure(double width_ns);
+  void ScoreCheckpoint(const Checkpoint& c, int kind);
+  bool IsPure(double width_ns, int kind);
   void Select(const std::array<TimeEstimate, kMaxLevels>& now, int64_t x);
   // Adds the current ranges to the rings and updates their medians.
   void RecordRanges();
@@ -135,17 +149,26 @@ class AdaptiveWindowEstimator final : public Estimator {
   AdaptiveConfig config_;
   std::vector<std::unique_ptr<TwoHullEstimator>> levels_;
   int64_t reference_ns_ = 0;  // D: how long a checkpoint's reference runs.
+  // How long the long reference runs (kLongReferenceFactor × D).
+  int64_t long_reference_ns_ = 0;
+  // PairKind by candidate pair.
+  std::array<std::array<uint8_t, kMaxCandidates>, kMaxCandidates> kind_{};
+  // Where the windows began filling: the first sample, or the last cut.
+  bool have_start_ = false;
+  int64_t start_x_ = 0;
   bool have_anchor_ = false;
   int64_t anchor_y_ = 0;  // Offsets are kept relative to this, ns.
   std::deque<Checkpoint> pending_;
   int64_t next_checkpoint_x_ = 0;
-  // The last reference widths, for the purity test (a ring).
-  std::array<double, 31> widths_{};
-  int widths_count_ = 0;
-  int widths_next_ = 0;
-  // Scores: shared weights, a paired score per level (index 0 unused).
-  double weight_sum_ = 0;   // Σ w
-  double weight_sum2_ = 0;  // Σ w²
+  // The last reference widths of each kind, for the purity test (rings).
+  std::array<std::array<double, 31>, 2> widths_{};
+  std::array<int, 2> widths_count_{};
+  std::array<int, 2> widths_next_{};
+  // Scores: weights shared by the pairs of one reference kind.
+  std::array<double, 2> weight_sum_{};   // Σ w
+  std::array<double, 2> weight_sum2_{};  // Σ w²
+  std::array<int64_t, 2> last_score_x_{};
+  std::array<uint64_t, 2> scored_{};
   // scores_[a][b]: d = (θ_a − ref)² − (θ_b − ref)², over candidates.
   std::array<std::array<PairedScore, kMaxCandidates>, kMaxCandidates>
       scores_{};
@@ -157,7 +180,6 @@ class AdaptiveWindowEstimator final : public Estimator {
   int ranges_next_ = 0;
   std::array<double, kMaxLevels> median_range_{};
   std::array<double, kMaxLevels> current_range_{};  // At the newest sample.
-  int64_t last_score_x_ = 0;
   uint64_t checkpoints_scored_ = 0;
   uint64_t checkpoints_impure_ = 0;
   int selected_ = 0;   // The level whose bound answers.
