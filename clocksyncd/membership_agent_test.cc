@@ -1,8 +1,9 @@
 // MembershipAgent over real gRPC on loopback: several agents in one
 // process, each behind its own StatusServer, with short timings. Checks the
 // wire conversions, a tree forming under concurrent joins, rejoin after a
-// parent dies, a clean leave with successor, and the handlers' answers to
-// strangers. The agent's thread, gRPC's threads and the test thread all
+// parent dies, a clean leave with successor, the handlers' answers to
+// strangers, and standby masters (takeover after the master is killed,
+// handover when the new one leaves). The agent's thread, gRPC's threads and the test thread all
 // touch the membership (ASan covers it; TSan cannot, Debian's gRPC being
 // uninstrumented).
 
@@ -39,6 +40,12 @@ class AgentView : public NodeView {
   absl::StatusOr<HeartbeatResponse> Heartbeat(const HeartbeatRequest& r) override {
     return agent_->HandleHeartbeat(r);
   }
+  absl::StatusOr<PeerResponse> Peer(const PeerRequest& r) override {
+    return agent_->HandlePeer(r);
+  }
+  absl::Status Handover(const HandoverRequest& r) override {
+    return agent_->HandleHandover(r);
+  }
 
  private:
   MembershipAgent* agent_ = nullptr;
@@ -61,13 +68,16 @@ MembershipAgentOptions FastOptions() {
   o.measure_rtt = false;
   o.retry_min_ns = 20'000'000;
   o.retry_max_ns = 200'000'000;
+  o.peer_poll_interval_ns = 40'000'000;
+  o.peer_rpc_timeout_ns = 100'000'000;
   return o;
 }
 
 class Cluster {
  public:
   // Starts a node; the master when `seed` is empty.
-  TestNode* Add(const std::string& id, const std::string& seed, int max_children) {
+  TestNode* Add(const std::string& id, const std::string& seed, int max_children,
+               int master_priority = 0) {
     auto node = std::make_unique<TestNode>();
     EXPECT_TRUE(node->server.Start("127.0.0.1:0", "", &node->view).ok());
     node->grpc_address = absl::StrCat("127.0.0.1:", node->server.tcp_port());
@@ -77,11 +87,16 @@ class Cluster {
     config.max_children = max_children;
     config.lease_ns = 200'000'000;
     config.lease_margin_ns = 5'000'000;
+    config.master_priority = master_priority;
+    config.takeover_after_ns = 300'000'000;
+    config.peer_answer_valid_ns = 200'000'000;
     if (!seed.empty()) config.seeds = {{"", "", seed}};
     EXPECT_EQ(ValidateMembershipAgentOptions(FastOptions(), config), "");
     node->agent = std::make_unique<MembershipAgent>(config, FastOptions());
     node->view.Set(node->agent.get());
     node->agent->Start();
+    // As the sync loop would say: a mapping to continue from.
+    node->agent->SetSynchronized(true);
     TestNode* raw = node.get();
     nodes_[id] = std::move(node);
     return raw;
@@ -161,6 +176,37 @@ TEST(MembershipAgentTest, WireConversionsRoundTrip) {
   EXPECT_EQ(b.depth, 2u);
   EXPECT_EQ(b.lease_remaining_ns, 123);
   EXPECT_EQ(b.landing_depth, 1);
+}
+
+TEST(MembershipAgentTest, MastershipWireConversionsRoundTrip) {
+  PeerView v;
+  v.ref = {"n1", "10.0.0.1:3190", "10.0.0.1:3191"};
+  v.is_master = true;
+  v.has_master = true;
+  v.term = 7;
+  v.master = v.ref;
+  v.priority = 3;
+  v.known_peers = {{"n2", "10.0.0.2:3190", "10.0.0.2:3191"}};
+  const PeerView back = FromProto(ToProto(v));
+  EXPECT_EQ(back.ref, v.ref);
+  EXPECT_TRUE(back.is_master && back.has_master);
+  EXPECT_EQ(back.term, 7u);
+  EXPECT_EQ(back.master, v.master);
+  EXPECT_EQ(back.priority, 3);
+  EXPECT_EQ(back.known_peers, v.known_peers);
+  Attachment a;
+  a.ancestors = {v.ref};
+  a.depth = 1;
+  a.term = 4;
+  a.candidates = {{v.ref, 2}, {{"n0", "a:1", "a:2"}, 1}};
+  const Attachment a2 = FromProto(ToProto(a));
+  EXPECT_EQ(a2.term, 4u);
+  ASSERT_EQ(a2.candidates.size(), 2u);
+  EXPECT_EQ(a2.candidates[0].ref.node_id, "n0");  // Ranked again.
+  // Out-of-range priorities from the wire are dropped.
+  JoinResponse::Accepted bad = ToProto(a);
+  bad.mutable_candidates(0)->set_priority(0);
+  EXPECT_EQ(FromProto(bad).candidates.size(), 1u);
 }
 
 TEST(MembershipAgentTest, OptionsAreValidated) {
@@ -276,6 +322,61 @@ TEST(MembershipAgentTest, TreeFormsRejoinsAndSurvivesALeave) {
     // A clean leave is not a loss: the children were told.
     EXPECT_EQ(cluster.Get(id)->agent->snapshot().parent_losses, losses_before[id]) << id;
   }
+}
+
+}  // namespace
+}  // namespace clocksync
+
+namespace clocksync {
+namespace {
+
+// The master is killed: the better candidate takes over under term 2 and
+// the others join it; then it leaves cleanly and hands over to the other
+// candidate under term 3, whose subtree follows.
+TEST(MembershipAgentTest, CandidateTakesOverThenHandsOver) {
+  Cluster cluster;
+  TestNode* master = cluster.Add("master", "", 2);
+  cluster.Add("c1", master->grpc_address, 2, 1);
+  cluster.Add("c2", master->grpc_address, 2, 2);
+  cluster.Add("x", master->grpc_address, 2);
+  MembershipAgent* c1 = cluster.Get("c1")->agent.get();
+  MembershipAgent* c2 = cluster.Get("c2")->agent.get();
+  MembershipAgent* x = cluster.Get("x")->agent.get();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return x->snapshot().candidates.size() == 2 &&
+               c1->snapshot().depth == 1 && c2->snapshot().depth == 1;
+      },
+      std::chrono::seconds(5)))
+      << x->snapshot().candidates.size();
+  EXPECT_EQ(x->snapshot().candidates[0].ref.node_id, "c1");
+  EXPECT_EQ(x->snapshot().term, 1u);
+
+  cluster.Kill("master");
+  ASSERT_TRUE(WaitFor([&] { return c1->is_master(); }, std::chrono::seconds(5)));
+  EXPECT_FALSE(c2->is_master());
+  EXPECT_EQ(c1->snapshot().term, 2u);
+  EXPECT_EQ(c1->snapshot().takeovers, 1u);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return c2->snapshot().master && c2->snapshot().master->node_id == "c1" &&
+               c2->snapshot().has_master && x->snapshot().has_master &&
+               x->snapshot().term == 2;
+      },
+      std::chrono::seconds(5)));
+  EXPECT_GT(x->snapshot().masterless_ns, 0);
+
+  std::thread leave([&] { c1->LeaveAndStop(2'000'000'000); });
+  ASSERT_TRUE(WaitFor([&] { return c2->is_master(); }, std::chrono::seconds(3)));
+  leave.join();
+  EXPECT_EQ(c2->snapshot().term, 3u);
+  EXPECT_EQ(c2->snapshot().takeovers, 1u);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return x->snapshot().master && x->snapshot().master->node_id == "c2" &&
+               x->snapshot().term == 3 && x->snapshot().has_master;
+      },
+      std::chrono::seconds(5)));
 }
 
 }  // namespace

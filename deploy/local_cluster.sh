@@ -166,6 +166,8 @@ fi
 [[ $json == 1 ]] && monitor_flags+=(--json)
 if [[ $kill_master_at != 0 ]]; then
   master_pid=$(awk '$1 == "master" {print $2}' "$work/pids")
+  # Its death is the point: no "Killed" report from this shell.
+  disown "$master_pid" 2>/dev/null || true
   (
     sleep "$kill_master_at"
     kill -KILL "$master_pid" 2>/dev/null &&

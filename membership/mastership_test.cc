@@ -388,6 +388,11 @@ TEST(MastershipSimTest, PartitionedCandidatesOneMasterPerSideThenOne) {
 // tree, every node listing the live candidates.
 TEST(MastershipSimTest, RandomizedMasterLossAndPartitions) {
   std::vector<uint64_t> seeds = {1, 2, 3, 4, 5, 6, 7, 8};
+#if defined(__SANITIZE_ADDRESS__)
+  // Under ASan (about ten times slower) two seeds look for memory errors;
+  // the plain build runs all eight for the invariants.
+  seeds.resize(2);
+#endif
   if (const char* env = std::getenv("MASTERSHIP_SEED")) {
     seeds = {std::strtoull(env, nullptr, 10)};
   }
@@ -412,12 +417,16 @@ TEST(MastershipSimTest, RandomizedMasterLossAndPartitions) {
     for (int i = 0; i < 30; ++i) all.push_back(sim.AddNode());
     all.push_back(sim.master_id());
     ASSERT_GE(SettleSafely(sim, 3000), 0) << sim.CheckConverged();
+    // Candidates that could take over: alive, not master, attached once
+    // since their last start (a term known), so synchronized in the
+    // simulator's terms. Kills keep some: a tree whose candidates have all
+    // restarted since the master died waits for a master (by design: none
+    // has a global time to continue).
     auto live_candidates = [&] {
       std::vector<std::string> out;
       for (const std::string& id : sim.LiveIds()) {
-        if (sim.node(id).is_candidate() && !sim.node(id).is_master()) {
-          out.push_back(id);
-        }
+        const Membership& m = sim.node(id);
+        if (m.is_candidate() && !m.is_master() && m.term() > 0) out.push_back(id);
       }
       return out;
     };
@@ -445,7 +454,10 @@ TEST(MastershipSimTest, RandomizedMasterLossAndPartitions) {
           const std::vector<std::string> live = sim.LiveIds();
           const std::string v = live[rand(static_cast<int>(live.size()))];
           if (sim.node(v).is_master()) continue;
-          if (sim.node(v).is_candidate() && live_candidates().size() <= 2) continue;
+          if (sim.node(v).is_candidate() && sim.node(v).term() > 0 &&
+              live_candidates().size() <= 2) {
+            continue;
+          }
           sim.Kill({v});
         }
       } else if (action < 75) {
@@ -459,8 +471,10 @@ TEST(MastershipSimTest, RandomizedMasterLossAndPartitions) {
       } else if (action < 90) {
         // Newcomers list the live candidates and the first master as seeds,
         // as an operator would.
-        std::vector<std::string> seeds_of = live_candidates();
-        if (!master.empty()) seeds_of.push_back(master);
+        std::vector<std::string> seeds_of = sim.LiveMasters();
+        for (const std::string& id : sim.LiveIds()) {
+          if (sim.node(id).is_candidate()) seeds_of.push_back(id);
+        }
         seeds_of.push_back(sim.master_id());
         if (action < 80) {
           all.push_back(sim.AddCandidate(1 + rand(6), seeds_of));

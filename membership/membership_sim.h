@@ -46,6 +46,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <random>
 #include <set>
@@ -247,7 +248,8 @@ class MembershipSim {
     std::optional<Attachment> attachment;  // Heartbeat reply.
     std::optional<NodeRef> successor;      // Parent left.
     std::vector<Candidate> candidates;     // Heartbeat.
-    PeerView view;                         // Peer, PeerReply.
+    // Peer, PeerReply (shared: messages are copied and most carry none).
+    std::shared_ptr<const PeerView> view;
     uint64_t term = 0;                     // Handover.
     bool ok = false;                       // HandoverReply.
   };
@@ -269,6 +271,7 @@ class MembershipSim {
     int priority = 0;
     bool synced = false;  // Attached at least once (or the first master).
     std::map<std::string, PeerView> views;  // Latest poll of each peer.
+    bool views_changed = false;  // An answer (or failure) since the last verdict.
     int64_t next_poll_ns = 0;
     bool handing_over = false;
     std::set<std::string> handover_tried;

@@ -138,10 +138,17 @@ std::string MembershipSim::CheckCandidateLists() const {
     }
     return out;
   };
+  auto same = [](const std::vector<Candidate>& a, const std::vector<Candidate>& b) {
+    return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                      [](const Candidate& x, const Candidate& y) {
+                        return x.priority == y.priority &&
+                               x.ref.node_id == y.ref.node_id;
+                      });
+  };
   for (const auto& [id, n] : nodes_) {
     if (!n.alive) continue;
     const std::vector<Candidate> listed = n.m.TreeCandidates();
-    if (ids(listed) != ids(live)) {
+    if (!same(listed, live)) {
       return absl::StrCat(id, " lists candidates ",
                           absl::StrJoin(ids(listed), ","), ", live are ",
                           absl::StrJoin(ids(live), ","));
@@ -157,10 +164,13 @@ void MembershipSim::MastershipWork(const std::string& id) {
   if (!n.alive || n.handing_over) return;
   Membership& m = n.m;
   if (!m.ShouldPollPeers(now_ns_)) return;
+  // A verdict needs news: a round's answers, or its failures.
+  const bool poll = now_ns_ >= n.next_poll_ns;
+  if (!poll && !n.views_changed) return;
   const std::vector<NodeRef> peers = m.MastershipPeers();
-  if (now_ns_ >= n.next_poll_ns) {
+  if (poll) {
     n.next_poll_ns = now_ns_ + options_.peer_poll_interval_ns;
-    const PeerView self = m.SelfView(now_ns_, n.synced);
+    const auto self = std::make_shared<const PeerView>(m.SelfView(now_ns_, n.synced));
     for (const NodeRef& peer : peers) {
       Message msg;
       msg.type = Message::Type::kPeer;
@@ -186,6 +196,7 @@ void MembershipSim::MastershipWork(const std::string& id) {
       views.push_back(unasked);
     }
   }
+  n.views_changed = false;
   CarryOut(id, m.DecideMastership(now_ns_, n.synced, views));
 }
 
@@ -243,18 +254,18 @@ void MembershipSim::DeliverMastership(const Message& msg, bool to_alive) {
         return;
       }
       Node& n = nodes_.at(msg.to);
-      n.m.NotePeer(msg.view);
+      n.m.NotePeer(*msg.view);
       Message reply;
       reply.type = Message::Type::kPeerReply;
       reply.from = msg.to;
       reply.to = msg.from;
       reply.sent_ns = msg.sent_ns;
-      reply.view = n.m.SelfView(now_ns_, n.synced);
+      reply.view = std::make_shared<const PeerView>(n.m.SelfView(now_ns_, n.synced));
       Send(std::move(reply));
       // A master polled by a master that outranks it meets the higher
       // term here.
       if (n.m.is_master() && !n.handing_over) {
-        PeerView caller = msg.view;
+        PeerView caller = *msg.view;
         caller.answered = true;
         caller.asked_ns = now_ns_;
         const MastershipDecision d =
@@ -269,7 +280,7 @@ void MembershipSim::DeliverMastership(const Message& msg, bool to_alive) {
       Node& n = nodes_.at(msg.to);
       PeerView view;
       if (msg.type == Message::Type::kPeerReply) {
-        view = msg.view;
+        view = *msg.view;
         view.answered = true;
         n.m.NotePeer(view);
       } else {
@@ -280,6 +291,7 @@ void MembershipSim::DeliverMastership(const Message& msg, bool to_alive) {
       }
       view.asked_ns = msg.sent_ns;
       n.views[msg.from] = std::move(view);
+      n.views_changed = true;
       return;
     }
     case Message::Type::kHandover: {

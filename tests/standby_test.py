@@ -236,6 +236,18 @@ def kill_master_and_time(victim, live, new_master, term, phase):
     stepped = [n for n in live if before[n] != after[n]]
     if stepped:
         fail(f"{phase}: mapping stepped on {stepped}: {before} -> {after}")
+    # The new master's bound: from its log at the takeover, and now.
+    at_takeover = None
+    with open(f"{WORK}/{new_master}.log") as f:
+        for line in f:
+            if "master now" in line and "bound ±" in line:
+                at_takeover = int(line.split("bound ±")[1].split()[0])
+    now_bound = int(status(new_master).get("bound_ns", "0"))
+    growth = (now_bound - at_takeover) / (time.time() - stamp) if at_takeover else 0
+    log(f"{phase}: {new_master}'s bound {at_takeover} ns at the takeover, {now_bound} ns "
+        f"{time.time() - stamp:.1f} s later ({growth:.0f} ns/s)")
+    figure(f"{phase.split()[0]}_master_bound_at_takeover_ns", at_takeover, "ns")
+    figure(f"{phase.split()[0]}_master_bound_growth_ns_per_s", f"{growth:.0f}", "ns/s")
     return took, synced, error, bound, checks
 
 
