@@ -6,7 +6,8 @@
      shm, probe  only hull
      membership  nothing of ours
      client      only shm
-     tracer      only client, shm, probe, trace, hull
+     tracer      only client, shm, probe, trace, hull, collector
+     collector   only proto, trace, probe, hull
      trace       only hull
      proto       nothing of ours
      metrics     only proto, probe
@@ -26,6 +27,7 @@ import sys
 import xml.etree.ElementTree as ET
 
 OURS = {"hull", "shm", "probe", "membership", "client", "tracer", "trace",
+        "collector",
         "proto", "metrics", "clocksyncd", "tools", "testing", "tests",
         "examples", "deploy"}
 # What each top-level package may import besides itself (None: anything
@@ -36,7 +38,11 @@ ALLOWED = {
     "probe": {"hull"},
     "membership": set(),
     "client": {"shm"},
-    "tracer": {"client", "shm", "probe", "trace", "hull"},
+    "tracer": {"client", "shm", "probe", "trace", "hull", "collector"},
+    # Trace collection over gRPC: the protocol (proto), the raw archives and
+    # the merge (trace), addresses (probe); the tracer holds its streaming
+    # end.
+    "collector": {"proto", "trace", "probe", "hull"},
     "trace": {"hull"},
     "proto": set(),
     # The exposition format of NodeStatus (proto) and the HTTP endpoint
