@@ -17,6 +17,7 @@ PACKAGES=(
   chrony       # the peer deploy/vs_chrony.sh measures us against (run with -x)
   dpkg-dev help2man lintian cmake man-db  # deploy/package.sh and the install test
   systemd      # systemd-analyze: //deploy:unit_files_test (verify, security)
+  openssl      # certificates for //tests:collector_tls_test
 )
 
 die() { echo "setup.sh: $*" >&2; exit 1; }
