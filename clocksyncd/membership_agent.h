@@ -17,8 +17,8 @@
 //     means join again; a leaf deep
 //     below the landing depth moves up (Membership::ShouldMoveUp);
 //   - always: drops children silent for child_timeout.
-// With the tree's key (probe_key), its Join, Heartbeat and Leave calls carry
-// a tag (rpc_auth.h) and the calls it answers must too.
+// With the tree's key (probe_key), its Join, Heartbeat, Leave, Peer and
+// Handover calls carry a tag (rpc_auth.h) and the calls it answers must too.
 // Leaving cleanly (LeaveAndStop): the node stops accepting, tells its
 // children to rejoin at its own parent (the successor), keeps answering
 // their probes until every child has re-attached elsewhere (they say so

@@ -1,5 +1,6 @@
 // clocksyncd/rpc_auth.h: authentication of the membership RPCs (Join,
-// Heartbeat, Leave) with the tree's probe key (probe/auth.h).
+// Heartbeat, Leave, Peer, Handover) with the tree's probe key
+// (probe/auth.h).
 //
 // A caller that holds the key sends, as gRPC metadata,
 //   clocksync-auth: v1 <unix time, ns> <SipHash-2-4 tag, 16 hex digits>
