@@ -20,6 +20,7 @@
 #include "trace/otf2_common.h"
 #include "trace/otf2_repair.h"
 #include "trace/otf2_writer.h"
+#include "trace/raw_archive.h"
 #include "trace/sidecar.h"
 
 namespace clocksync::trace {
@@ -347,6 +348,8 @@ bool FileExists(const std::string& path) {
 }  // namespace
 
 absl::StatusOr<ProcessTrace> ReadProcessTrace(const std::string& archive_dir) {
+  // The collector's raw archives (trace/raw_archive.h) read the same way.
+  if (IsRawArchive(archive_dir)) return ReadRawArchive(archive_dir);
   InstallOtf2ErrorCapture();
   struct stat st;
   if (stat(archive_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {

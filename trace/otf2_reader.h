@@ -34,7 +34,8 @@
 
 namespace clocksync::trace {
 
-// Reads the archive in directory `archive_dir`. Errors name the file and
+// Reads the archive in directory `archive_dir`: an OTF2 archive, or a raw
+// archive the collector stored (trace/raw_archive.h, ReadRawArchive). Errors name the file and
 // what is wrong with it:
 //   NotFound            the directory, traces.otf2 or the sidecar is missing
 //   InvalidArgument     a file is malformed (OTF2 error text, sidecar line)

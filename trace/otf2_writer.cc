@@ -212,33 +212,8 @@ absl::Status Otf2Writer::StreamRecords(
     const std::vector<SyncSession>& sessions,
     const std::optional<GroundTruth>& truth) {
   if (sidecar_fd_ < 0) return error_;
-  std::string text;
-  // A definition's line, unless the sidecar has that very line for its id.
-  auto add_if_changed = [&text](std::string line, std::string* streamed) {
-    if (line == *streamed) return;
-    text += line;
-    *streamed = std::move(line);
-  };
-  for (const Region& region : regions) {
-    add_if_changed(sidecar::RegionLine(region), &streamed_regions_[region.id]);
-  }
-  for (const Communicator& comm : communicators) {
-    add_if_changed(sidecar::CommunicatorLine(comm), &streamed_comms_[comm.id]);
-  }
-  for (size_t i = std::min(streamed_mappings_, mappings.size());
-       i < mappings.size(); ++i) {
-    text += sidecar::MappingLine(mappings[i]);
-  }
-  streamed_mappings_ = std::max(streamed_mappings_, mappings.size());
-  for (size_t i = std::min(streamed_sessions_, sessions.size());
-       i < sessions.size(); ++i) {
-    text += sidecar::SessionLine(sessions[i]);
-  }
-  streamed_sessions_ = std::max(streamed_sessions_, sessions.size());
-  if (truth.has_value() && !streamed_truth_) {
-    text += sidecar::TruthLine(*truth);
-    streamed_truth_ = true;
-  }
+  const std::string text = streamed_.NewLines(regions, communicators,
+                                              mappings, sessions, truth);
   if (text.empty()) return absl::OkStatus();
   return AppendSidecar(text);
 }

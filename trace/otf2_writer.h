@@ -48,7 +48,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "trace/sidecar.h"
 #include "trace/trace.h"
+#include "trace/trace_sink.h"
 
 struct OTF2_Archive_struct;
 struct OTF2_EvtWriter_struct;
@@ -57,9 +59,8 @@ namespace clocksync::trace {
 
 // File names inside an archive directory.
 inline constexpr char kOtf2ArchiveName[] = "traces";
-inline constexpr char kSidecarFileName[] = "clocksync.sidecar";
 
-class Otf2Writer {
+class Otf2Writer : public TraceSink {
  public:
   // Creates the directory `archive_dir` (its parent must exist; an existing
   // empty directory is accepted) and starts an archive in it; writes the
@@ -75,7 +76,7 @@ class Otf2Writer {
   // and communicator definitions and without mapping records, sessions,
   // truth or the sidecar's end line (readers then mark the trace
   // truncated). Best effort; errors are dropped. Prefer calling Finish.
-  ~Otf2Writer();
+  ~Otf2Writer() override;
 
   Otf2Writer(const Otf2Writer&) = delete;
   Otf2Writer& operator=(const Otf2Writer&) = delete;
@@ -94,7 +95,7 @@ class Otf2Writer {
   // sidecar still gets the records Finish is given.
   absl::Status AppendEvents(uint32_t thread_index,
                             const std::string& thread_name,
-                            absl::Span<const Event> events);
+                            absl::Span<const Event> events) override;
 
   // Appends to the sidecar the records it does not hold yet: regions and
   // communicators new or changed since the last call (by id), the mapping
@@ -106,7 +107,7 @@ class Otf2Writer {
                              const std::vector<Communicator>& communicators,
                              const std::vector<MappingRecord>& mappings,
                              const std::vector<SyncSession>& sessions,
-                             const std::optional<GroundTruth>& truth);
+                             const std::optional<GroundTruth>& truth) override;
 
   // Writes the definitions (regions, communicators, threads, clock
   // properties) and the rest of the sidecar (StreamRecords, then an end
@@ -125,10 +126,10 @@ class Otf2Writer {
                       const std::vector<Communicator>& communicators,
                       const std::vector<MappingRecord>& mappings,
                       const std::vector<SyncSession>& sessions,
-                      const std::optional<GroundTruth>& truth);
+                      const std::optional<GroundTruth>& truth) override;
 
   // The archive directory given to Create.
-  const std::string& archive_dir() const { return archive_dir_; }
+  const std::string& archive_dir() const override { return archive_dir_; }
   // Events written so far, over all threads.
   uint64_t events_written() const { return events_written_; }
 
@@ -190,11 +191,7 @@ class Otf2Writer {
   UsedIds used_regions_;
   UsedIds used_comms_;
   // What the sidecar holds already (StreamRecords).
-  std::map<uint32_t, std::string> streamed_regions_;  // id -> line
-  std::map<uint32_t, std::string> streamed_comms_;    // id -> line
-  size_t streamed_mappings_ = 0;
-  size_t streamed_sessions_ = 0;
-  bool streamed_truth_ = false;
+  sidecar::StreamedRecords streamed_;
   uint64_t max_stamp_ = 0;
   uint64_t events_written_ = 0;
   absl::Status error_;  // the first error; sticky

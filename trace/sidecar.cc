@@ -2,6 +2,7 @@
 
 #include "trace/sidecar.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -228,6 +229,42 @@ std::string EndLine(uint64_t events,
                       " defs_fnv1a=",
                       absl::Hex(checksums->definitions, absl::kZeroPad16),
                       "\n");
+}
+
+std::string StreamedRecords::NewLines(
+    const std::vector<Region>& regions,
+    const std::vector<Communicator>& communicators,
+    const std::vector<MappingRecord>& mappings,
+    const std::vector<SyncSession>& sessions,
+    const std::optional<GroundTruth>& truth) {
+  std::string text;
+  // A definition's line, unless the sidecar has that very line for its id.
+  auto add_if_changed = [&text](std::string line, std::string* streamed) {
+    if (line == *streamed) return;
+    text += line;
+    *streamed = std::move(line);
+  };
+  for (const Region& region : regions) {
+    add_if_changed(RegionLine(region), &regions_[region.id]);
+  }
+  for (const Communicator& comm : communicators) {
+    add_if_changed(CommunicatorLine(comm), &comms_[comm.id]);
+  }
+  for (size_t i = std::min(mappings_, mappings.size()); i < mappings.size();
+       ++i) {
+    text += MappingLine(mappings[i]);
+  }
+  mappings_ = std::max(mappings_, mappings.size());
+  for (size_t i = std::min(sessions_, sessions.size()); i < sessions.size();
+       ++i) {
+    text += SessionLine(sessions[i]);
+  }
+  sessions_ = std::max(sessions_, sessions.size());
+  if (truth.has_value() && !truth_) {
+    text += TruthLine(*truth);
+    truth_ = true;
+  }
+  return text;
 }
 
 absl::StatusOr<uint64_t> FileChecksum(const std::string& path) {

@@ -31,7 +31,9 @@
 #ifndef CLOCKSYNC_TRACE_SIDECAR_H_
 #define CLOCKSYNC_TRACE_SIDECAR_H_
 
+#include <cstddef>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -39,6 +41,13 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "trace/trace.h"
+
+namespace clocksync::trace {
+
+// The sidecar's file name inside an archive directory.
+inline constexpr char kSidecarFileName[] = "clocksync.sidecar";
+
+}  // namespace clocksync::trace
 
 namespace clocksync::trace::sidecar {
 
@@ -67,6 +76,29 @@ struct DefinitionChecksums {
 };
 std::string EndLine(uint64_t events,
                     const std::optional<DefinitionChecksums>& checksums);
+
+// What a streamed sidecar holds already (the lines of every region and
+// communicator by id, how many mapping records and sessions, whether the
+// truth), so that a writer appends only what is new.
+class StreamedRecords {
+ public:
+  // The lines of the records not streamed yet: regions and communicators
+  // new or changed since the last call (by id), the mapping records and
+  // sessions past those streamed before (the vectors only grow between
+  // calls), the truth once. They count as streamed from now on.
+  std::string NewLines(const std::vector<Region>& regions,
+                       const std::vector<Communicator>& communicators,
+                       const std::vector<MappingRecord>& mappings,
+                       const std::vector<SyncSession>& sessions,
+                       const std::optional<GroundTruth>& truth);
+
+ private:
+  std::map<uint32_t, std::string> regions_;  // id -> line
+  std::map<uint32_t, std::string> comms_;    // id -> line
+  size_t mappings_ = 0;
+  size_t sessions_ = 0;
+  bool truth_ = false;
+};
 
 // FNV-1a 64 of a file's bytes; NotFound/Unavailable naming the file.
 absl::StatusOr<uint64_t> FileChecksum(const std::string& path);

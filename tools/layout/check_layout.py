@@ -6,7 +6,8 @@
      shm, probe  only hull
      membership  nothing of ours
      client      only shm
-     tracer      only client, shm, probe, trace, hull
+     tracer      only client, shm, probe, trace, hull, collector
+     collector   only proto, trace, probe, hull
      lttng       only client, shm
      trace       only hull
      proto       nothing of ours
@@ -27,6 +28,7 @@ import sys
 import xml.etree.ElementTree as ET
 
 OURS = {"hull", "shm", "probe", "membership", "client", "tracer", "trace",
+        "collector",
         "proto", "metrics", "lttng", "clocksyncd", "tools", "testing", "tests",
         "examples", "deploy"}
 # What each top-level package may import besides itself (None: anything
@@ -37,7 +39,11 @@ ALLOWED = {
     "probe": {"hull"},
     "membership": set(),
     "client": {"shm"},
-    "tracer": {"client", "shm", "probe", "trace", "hull"},
+    "tracer": {"client", "shm", "probe", "trace", "hull", "collector"},
+    # Trace collection over gRPC: the protocol (proto), the raw archives and
+    # the merge (trace), addresses (probe); the tracer holds its streaming
+    # end.
+    "collector": {"proto", "trace", "probe", "hull"},
     "trace": {"hull"},
     # The LTTng-UST clock plugin: global time through the client library.
     "lttng": {"client", "shm"},

@@ -23,6 +23,7 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "trace/compare_report.h"
 #include "trace/export.h"
 #include "trace/lod.h"
 #include "trace/otf2_reader.h"
@@ -219,94 +220,15 @@ int Merge(const std::vector<std::string>& archives) {
   return 0;
 }
 
-std::string WorstCell(const hull::ClockConditionReport& r) {
-  return r.has_worst ? absl::StrCat(r.worst_latency_ns) : std::string("-");
-}
-
 int Compare(const std::vector<std::string>& archives) {
   int exit_code = 0;
   std::optional<std::vector<ProcessTrace>> traces = ReadAll(archives, &exit_code);
   if (!traces) return exit_code;
-  absl::StatusOr<MessageMatch> messages = MatchMessages(*traces);
-  if (!messages.ok()) return Unreadable(std::string(messages.status().message()));
-  const int64_t min_latency_ns = absl::GetFlag(FLAGS_min_latency_ns);
-  std::vector<CorrectionSummary> rows;
-  for (hull::CorrectionKind kind : hull::AllCorrectionKinds()) {
-    absl::StatusOr<Timeline> timeline =
-        BuildTimeline(*traces, kind, PostmortemOptionsFromFlags());
-    if (!timeline.ok()) {
-      CorrectionSummary row;
-      row.kind = kind;
-      row.unavailable_reason = std::string(timeline.status().message());
-      rows.push_back(row);
-      continue;
-    }
-    absl::StatusOr<CorrectionSummary> row =
-        Summarize(*traces, *timeline, *messages, min_latency_ns);
-    if (!row.ok()) return Unreadable(std::string(row.status().message()));
-    rows.push_back(*row);
-  }
-  if (absl::GetFlag(FLAGS_json)) {
-    std::string json = absl::StrCat(
-        "{\"processes\":", traces->size(), ",\"messages\":",
-        messages->pairs.size(), ",\"unmatched_sends\":",
-        messages->unmatched_sends, ",\"unmatched_recvs\":",
-        messages->unmatched_recvs, ",\"min_latency_ns\":", min_latency_ns,
-        ",\"corrections\":[");
-    for (size_t i = 0; i < rows.size(); ++i) {
-      const CorrectionSummary& r = rows[i];
-      const hull::ClockConditionReport& c = r.clock_condition;
-      std::string reason;
-      for (char ch : r.unavailable_reason) {
-        if (ch == '"' || ch == '\\') reason.push_back('\\');
-        if (static_cast<unsigned char>(ch) >= 0x20) reason.push_back(ch);
-      }
-      absl::StrAppend(
-          &json, i == 0 ? "" : ",", "{\"correction\":\"",
-          hull::CorrectionKindName(r.kind),
-          "\",\"available\":", r.available ? "true" : "false",
-          ",\"unavailable_reason\":\"", reason, "\",\"messages\":", c.messages,
-          ",\"violations\":", c.reversed,
-          ",\"below_min_latency\":", c.below_min_latency,
-          ",\"worst_latency_ns\":",
-          c.has_worst ? absl::StrCat(c.worst_latency_ns) : "null",
-          ",\"truth_events\":", r.truth_events, ",\"rms_error_ns\":",
-          r.truth_events > 0 ? absl::StrFormat("%.3f", r.rms_error_ns) : "null",
-          ",\"max_abs_error_ns\":",
-          r.truth_events > 0 ? absl::StrCat(r.max_abs_error_ns) : "null", "}");
-    }
-    json += "]}\n";
-    std::cout << json;
-    return 0;
-  }
-  std::cout << absl::StrFormat(
-      "%d processes, %d messages matched (%d sends, %d receives unmatched), "
-      "min latency %d ns\n",
-      traces->size(), messages->pairs.size(), messages->unmatched_sends,
-      messages->unmatched_recvs, min_latency_ns);
-  std::cout << absl::StrFormat("%-10s %9s %10s %10s %12s %12s %14s %14s\n",
-                               "correction", "messages", "violations",
-                               "below_min", "worst_ns", "truth_events",
-                               "rms_error_ns", "max_error_ns");
-  for (const CorrectionSummary& r : rows) {
-    const hull::ClockConditionReport& c = r.clock_condition;
-    if (!r.available && c.messages == 0 && r.truth_events == 0) {
-      std::cout << absl::StrFormat("%-10s unavailable: %s\n",
-                                   hull::CorrectionKindName(r.kind),
-                                   r.unavailable_reason);
-      continue;
-    }
-    std::cout << absl::StrFormat(
-        "%-10s %9d %10d %10d %12s %12d %14s %14s\n",
-        hull::CorrectionKindName(r.kind), c.messages, c.reversed,
-        c.below_min_latency, WorstCell(c), r.truth_events,
-        r.truth_events > 0 ? absl::StrFormat("%.1f", r.rms_error_ns) : "-",
-        r.truth_events > 0 ? absl::StrCat(r.max_abs_error_ns) : "-");
-    if (!r.available) {
-      std::cout << absl::StrFormat("%-10s   (partial: %s)\n", "",
-                                   r.unavailable_reason);
-    }
-  }
+  absl::StatusOr<CompareReport> report = CompareCorrections(
+      *traces, absl::GetFlag(FLAGS_min_latency_ns), PostmortemOptionsFromFlags());
+  if (!report.ok()) return Unreadable(std::string(report.status().message()));
+  std::cout << (absl::GetFlag(FLAGS_json) ? FormatCompareJson(*report)
+                                          : FormatCompareTable(*report));
   return 0;
 }
 

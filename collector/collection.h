@@ -1,0 +1,154 @@
+// collector/collection.h: the collector's state for one run: which ranks
+// joined, each rank's raw archive (trace/raw_archive.h) that its stream
+// appends to, which finished and which were lost, and the counters of
+// refused streams and malformed messages. The gRPC service
+// (collector_service.h) drives it, one stream thread per rank; nothing here
+// knows gRPC, so tests drive it directly.
+//
+// Thread safety: Join, Status, Stats, WaitUntilDone, Stop and the counters
+// are safe from any thread. A Rank's methods are called by its one stream
+// thread; its archive is touched by nobody else.
+#ifndef CLOCKSYNC_COLLECTOR_COLLECTION_H_
+#define CLOCKSYNC_COLLECTOR_COLLECTION_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <condition_variable>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "collector/wire.h"
+#include "proto/collector.pb.h"
+#include "trace/raw_archive.h"
+#include "trace/trace.h"
+
+namespace clocksync::collector {
+
+struct CollectionOptions {
+  // The run's session token (contact.h); streams without it are refused.
+  std::string token;
+  // Where the ranks' raw archives go: <raw_dir>/rank.<N> (the directory
+  // must exist).
+  std::string raw_dir;
+  // Processes in the run: ranks 0..world_size-1, >= 1.
+  int32_t world_size = 1;
+  // Event bytes a process may have unacknowledged (Welcome).
+  uint64_t max_unacked_bytes = kDefaultMaxUnackedBytes;
+};
+
+enum class RankState {
+  kStreaming,  // joined, no Finish yet
+  kFinished,   // Finish received, everything stored
+  kLost,       // the stream ended without Finish, or was refused mid-way
+};
+
+absl::string_view RankStateName(RankState state);  // streaming, finished, lost
+
+struct RankStatus {
+  int32_t rank = 0;
+  RankState state = RankState::kStreaming;
+  trace::ProcessInfo info;
+  std::string archive_dir;   // its raw archive
+  uint64_t events = 0;       // stored
+  uint64_t batches = 0;      // stored
+  std::string note;          // why it was lost
+};
+
+struct CollectionStats {
+  uint64_t streams_accepted = 0;
+  uint64_t refused_token = 0;     // wrong or missing session token
+  uint64_t refused_hello = 0;     // bad version, rank taken or out of range,
+                                  // run full, malformed Hello
+  uint64_t malformed_messages = 0;  // refused after the Hello (stream ended)
+  uint64_t events = 0;              // stored, all ranks
+  uint64_t event_bytes = 0;
+};
+
+class Collection {
+ public:
+  // One rank's stream after its Hello.
+  class Rank {
+   public:
+    int32_t rank() const { return rank_; }
+    // Appends a batch to the archive: consecutive batch numbers, at most
+    // kMaxBatchBytes, rising stamps per thread. InvalidArgument names what
+    // is wrong; the archive is unharmed (nothing of the batch written).
+    absl::Status AddEvents(const EventBatch& batch);
+    // Checks and stores records (the sidecar).
+    absl::Status AddRecords(const Records& records);
+    // Ends the stream: the event count must match; finishes the archive.
+    absl::Status Finish(const ::clocksync::collector::Finish& finish);
+    // The stream ended without Finish, or was refused: the rank is lost
+    // (its archive keeps what was stored, without an end line).
+    void Lost(absl::string_view why);
+    uint64_t last_batch() const { return last_batch_; }
+
+   private:
+    friend class Collection;
+    Rank(Collection* collection, int32_t rank,
+         std::unique_ptr<trace::RawArchiveWriter> archive, int32_t world_size);
+    absl::Status StoreRecords();
+
+    Collection* const collection_;
+    const int32_t rank_;
+    const int32_t world_size_;
+    std::unique_ptr<trace::RawArchiveWriter> archive_;
+    uint64_t last_batch_ = 0;
+    uint64_t events_ = 0;
+    bool ended_ = false;
+    // Every record received, accumulated (the sidecar appends the new).
+    std::map<uint32_t, trace::Region> regions_;
+    std::map<uint32_t, trace::Communicator> communicators_;
+    std::vector<trace::MappingRecord> mappings_;
+    std::vector<trace::SyncSession> sessions_;
+    std::optional<trace::GroundTruth> truth_;
+  };
+
+  explicit Collection(CollectionOptions options);
+  Collection(const Collection&) = delete;
+  Collection& operator=(const Collection&) = delete;
+
+  // A process's Hello: checks the token (PermissionDenied), the version
+  // (FailedPrecondition), the rank (OutOfRange beyond the world,
+  // AlreadyExists when taken; -1 gets the lowest free one, ResourceExhausted
+  // when none is), the process info (InvalidArgument); creates the rank's
+  // raw archive. Every refusal is counted.
+  absl::StatusOr<Rank*> Join(const Hello& hello);
+  // A message after the Hello was refused.
+  void NoteMalformed();
+
+  // Blocks until every rank of the world finished or was lost, Stop() was
+  // called, or `timeout` passed; true when every rank is done.
+  bool WaitUntilDone(absl::Duration timeout);
+  // Ends WaitUntilDone (SIGINT, SIGTERM).
+  void Stop();
+
+  std::vector<RankStatus> Status() const;  // by rank
+  CollectionStats Stats() const;
+  uint64_t max_unacked_bytes() const { return options_.max_unacked_bytes; }
+  int32_t world_size() const { return options_.world_size; }
+
+ private:
+  void Update(const Rank& rank, RankState state, absl::string_view note,
+              uint64_t new_events, uint64_t new_bytes, bool new_batch);
+  bool AllDoneLocked() const;
+
+  const CollectionOptions options_;
+  mutable std::mutex mutex_;  // the members below
+  std::condition_variable changed_;
+  std::map<int32_t, RankStatus> status_;
+  std::vector<std::unique_ptr<Rank>> ranks_;
+  CollectionStats stats_;
+  bool stopped_ = false;
+};
+
+}  // namespace clocksync::collector
+
+#endif  // CLOCKSYNC_COLLECTOR_COLLECTION_H_

@@ -1,0 +1,154 @@
+// collector/collector_service.cc: the Collector service's Stream handler and
+// the collector's gRPC server (collector_service.h).
+
+#include "collector/collector_service.h"
+
+#include <fstream>
+#include <sstream>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "collector/wire.h"
+
+namespace clocksync::collector {
+namespace {
+
+grpc::Status ToGrpc(const absl::Status& status) {
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
+                      std::string(status.message()));
+}
+
+absl::StatusOr<std::string> ReadPem(const std::string& flag,
+                                    const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, ": cannot read ", path));
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
+CollectorService::CollectorService(Collection* collection,
+                                   std::function<void(const std::string&)> log)
+    : collection_(collection), log_(std::move(log)) {}
+
+grpc::Status CollectorService::Stream(
+    grpc::ServerContext* context,
+    grpc::ServerReaderWriter<CollectorMessage, ProcessMessage>* stream) {
+  ProcessMessage message;
+  if (!stream->Read(&message)) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "the stream ended before its Hello");
+  }
+  if (message.body_case() != ProcessMessage::kHello) {
+    collection_->NoteMalformed();
+    Log(absl::StrCat("refused a stream from ", context->peer(),
+                     ": the first message is not a Hello"));
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "the first message must be a Hello");
+  }
+  absl::StatusOr<Collection::Rank*> joined = collection_->Join(message.hello());
+  if (!joined.ok()) {
+    Log(absl::StrCat("refused a stream from ", context->peer(), ": ",
+                     joined.status().message()));
+    return ToGrpc(joined.status());
+  }
+  Collection::Rank* rank = *joined;
+  CollectorMessage reply;
+  Welcome* welcome = reply.mutable_welcome();
+  welcome->set_rank(rank->rank());
+  welcome->set_world_size(collection_->world_size());
+  welcome->set_max_unacked_bytes(collection_->max_unacked_bytes());
+  if (!stream->Write(reply)) {
+    rank->Lost("the process went away before its Welcome");
+    return grpc::Status(grpc::StatusCode::CANCELLED, "peer gone");
+  }
+  // A refused message: the rank is lost (the process falls back to its
+  // local archive for what was not acknowledged).
+  auto refuse = [&](const absl::Status& status) {
+    collection_->NoteMalformed();
+    const std::string why =
+        absl::StrCat("refused a message: ", status.message());
+    rank->Lost(why);
+    Log(absl::StrCat("rank ", rank->rank(), " (", context->peer(), "): ", why));
+    return ToGrpc(status);
+  };
+  while (stream->Read(&message)) {
+    switch (message.body_case()) {
+      case ProcessMessage::kEvents: {
+        absl::Status status = rank->AddEvents(message.events());
+        if (!status.ok()) return refuse(status);
+        reply.Clear();
+        reply.mutable_ack()->set_batch(rank->last_batch());
+        // An ack that cannot be sent: the process is gone; the next Read
+        // says so.
+        stream->Write(reply);
+        break;
+      }
+      case ProcessMessage::kRecords: {
+        absl::Status status = rank->AddRecords(message.records());
+        if (!status.ok()) return refuse(status);
+        break;
+      }
+      case ProcessMessage::kFinish: {
+        absl::Status status = rank->Finish(message.finish());
+        if (!status.ok()) return refuse(status);
+        reply.Clear();
+        reply.mutable_ack()->set_batch(rank->last_batch());
+        reply.mutable_ack()->set_finished(true);
+        stream->Write(reply);
+        return grpc::Status::OK;
+      }
+      case ProcessMessage::kHello:
+        return refuse(absl::InvalidArgumentError("a second Hello"));
+      case ProcessMessage::BODY_NOT_SET:
+        return refuse(absl::InvalidArgumentError("an empty message"));
+    }
+  }
+  const std::string why =
+      context->IsCancelled()
+          ? "the stream was cancelled without Finish (process killed or "
+            "connection lost)"
+          : "the stream ended without Finish (process killed or connection "
+            "lost)";
+  rank->Lost(why);
+  Log(absl::StrCat("rank ", rank->rank(), " (", context->peer(), "): ", why));
+  return grpc::Status(grpc::StatusCode::CANCELLED, why);
+}
+
+absl::StatusOr<std::unique_ptr<grpc::Server>> BuildCollectorServer(
+    const std::string& address, CollectorService* service,
+    const ServerTls* tls, int* selected_port) {
+  std::shared_ptr<grpc::ServerCredentials> credentials =
+      grpc::InsecureServerCredentials();
+  if (tls != nullptr) {
+    absl::StatusOr<std::string> cert = ReadPem("--tls_cert", tls->cert_file);
+    if (!cert.ok()) return cert.status();
+    absl::StatusOr<std::string> key = ReadPem("--tls_key", tls->key_file);
+    if (!key.ok()) return key.status();
+    grpc::SslServerCredentialsOptions options;
+    options.pem_key_cert_pairs.push_back({*key, *cert});
+    credentials = grpc::SslServerCredentials(options);
+  }
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(address, credentials, selected_port);
+  builder.RegisterService(service);
+  builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
+  // No silent sharing of the port with another collector.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || *selected_port == 0) {
+    if (server != nullptr) server->Shutdown();
+    return absl::UnavailableError(absl::StrCat(
+        "cannot serve on ", address,
+        ": bind failed (address in use, not permitted, or a bad TLS key; "
+        "gRPC logged the cause)"));
+  }
+  return server;
+}
+
+}  // namespace clocksync::collector

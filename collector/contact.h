@@ -1,0 +1,50 @@
+// collector/contact.h: contact strings, how a collector and the traced
+// processes find each other and prove they belong to one run: one word
+//
+//   <token>@<address>      e.g. 3f9a0c1e...d4@10.0.0.7:4242
+//                               3f9a0c1e...d4@[fd00::7]:4242
+//                               3f9a0c1e...d4@unix:/tmp/collector.sock
+//
+// where <token> is the run's random session token (32 lowercase hex
+// digits: 128 bits from getrandom) and <address> the collector's gRPC
+// address ("host:port", "[v6]:port" or "unix:PATH", probe/address.h's
+// rules). The collector prints its contact string; processes get it in
+// CLOCKSYNC_COLLECTOR. Only streams that present the token are accepted.
+#ifndef CLOCKSYNC_COLLECTOR_CONTACT_H_
+#define CLOCKSYNC_COLLECTOR_CONTACT_H_
+
+#include <cstddef>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace clocksync::collector {
+
+inline constexpr size_t kTokenHexDigits = 32;
+
+struct Contact {
+  std::string token;    // kTokenHexDigits lowercase hex digits
+  std::string address;  // gRPC target: host:port, [v6]:port, unix:PATH
+};
+
+// Parses a contact string. InvalidArgument names `field` and the value:
+// "CLOCKSYNC_COLLECTOR: the token must be 32 lowercase hex digits, got
+// \"xyz@127.0.0.1:4242\"".
+absl::StatusOr<Contact> ParseContact(absl::string_view field,
+                                     absl::string_view text);
+
+// "<token>@<address>".
+std::string FormatContact(const Contact& contact);
+
+// A fresh token: kTokenHexDigits hex digits of getrandom(2) output.
+// Unavailable when the kernel gives no randomness.
+absl::StatusOr<std::string> NewToken();
+
+// Whether two tokens are equal, in time that depends only on their
+// lengths (no early exit a remote peer could time).
+bool TokensEqual(absl::string_view a, absl::string_view b);
+
+}  // namespace clocksync::collector
+
+#endif  // CLOCKSYNC_COLLECTOR_CONTACT_H_

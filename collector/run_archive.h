@@ -1,0 +1,64 @@
+// collector/run_archive.h: the end of a collection: the ranks' raw
+// archives (what the processes streamed) read back, put on the global
+// timescale under one correction (online by default) and written as ONE
+// OTF2 archive with the existing merge (trace/export.h, WriteMergedOtf2),
+// every correction compared on them (trace/compare_report.h), and each
+// rank's first and last event in global time (a lost rank is marked with
+// the time of its last event).
+//
+// Memory: every event of the run is held at once (40 bytes each, plus 24
+// per event for the timeline being built), as clocksync-trace does.
+#ifndef CLOCKSYNC_COLLECTOR_RUN_ARCHIVE_H_
+#define CLOCKSYNC_COLLECTOR_RUN_ARCHIVE_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "hull/correction.h"
+#include "hull/postmortem.h"
+#include "trace/compare_report.h"
+
+namespace clocksync::collector {
+
+struct RunArchiveOptions {
+  // The correction the archive's timestamps are in. When a rank lacks it
+  // (no daemon mapping for online, no sync session for the post-mortem
+  // ones), the archive is written with `none` instead and the result says
+  // why: no rank is left out.
+  hull::CorrectionKind correction = hull::CorrectionKind::kOnline;
+  // The clock condition's minimum latency (compare).
+  int64_t min_latency_ns = 0;
+  hull::PostmortemOptions postmortem;
+};
+
+// One rank's trace as the archive holds it.
+struct RankSpan {
+  int32_t rank = 0;
+  uint64_t events = 0;
+  bool has_events = false;
+  int64_t first_event_global_ns = 0;  // in the correction used
+  int64_t last_event_global_ns = 0;
+  bool truncated = false;  // its raw archive had no end line (lost)
+  std::string truncation_note;
+};
+
+struct RunArchiveResult {
+  hull::CorrectionKind correction_used = hull::CorrectionKind::kOnline;
+  std::string correction_note;  // why not the requested one ("" if it was)
+  uint64_t events = 0;
+  std::vector<RankSpan> ranks;  // in the order of the raw archives given
+  trace::CompareReport compare;
+};
+
+// Reads `raw_dirs` (trace::ReadProcessTrace), writes the merged archive to
+// `output_dir` (created: it must not exist; its parent must) and compares
+// the corrections. Errors name the archive or the output.
+absl::StatusOr<RunArchiveResult> WriteRunArchive(
+    const std::vector<std::string>& raw_dirs, const std::string& output_dir,
+    const RunArchiveOptions& options);
+
+}  // namespace clocksync::collector
+
+#endif  // CLOCKSYNC_COLLECTOR_RUN_ARCHIVE_H_

@@ -1,0 +1,62 @@
+// collector/wire.h: the collector protocol's constants and limits, and the
+// conversions between its messages (proto/collector.proto) and the trace
+// model (trace/trace.h), with the checks the collector applies to what
+// processes send: a value out of range is InvalidArgument naming the field
+// ("records.sessions[2].kind: 7 is not a session kind"). Events travel in
+// the 40-byte layout of trace/raw_archive.h.
+#ifndef CLOCKSYNC_COLLECTOR_WIRE_H_
+#define CLOCKSYNC_COLLECTOR_WIRE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "proto/collector.pb.h"
+#include "trace/trace.h"
+
+namespace clocksync::collector {
+
+inline constexpr uint32_t kProtocolVersion = 1;
+// The most event bytes in one EventBatch (a tracer buffer is split into
+// batches this big: 104857 events).
+inline constexpr size_t kMaxBatchBytes = 4 << 20;
+// The largest message a collector accepts (a batch with its header, or
+// records).
+inline constexpr int kMaxMessageBytes = 8 << 20;
+// Names (process, host, node, thread, region, communicator, path, clock
+// model spec).
+inline constexpr size_t kMaxNameBytes = 4096;
+// The default window of unacknowledged event bytes per process (Welcome).
+inline constexpr uint64_t kDefaultMaxUnackedBytes = 32 << 20;
+
+// trace::ProcessInfo (rank left 0) <-> its message.
+void ToProto(const trace::ProcessInfo& info, ProcessInfo* out);
+absl::StatusOr<trace::ProcessInfo> FromProto(const ProcessInfo& in,
+                                             int32_t rank);
+
+// The records a trace has, or the new ones, as one message.
+void AppendRecords(const std::vector<trace::Region>& regions,
+                   const std::vector<trace::Communicator>& communicators,
+                   const std::vector<trace::MappingRecord>& mappings,
+                   const std::vector<trace::SyncSession>& sessions,
+                   const std::optional<trace::GroundTruth>& truth,
+                   Records* out);
+
+// A Records message checked and converted. `world_size` (0: unknown)
+// bounds communicator ranks.
+struct DecodedRecords {
+  std::vector<trace::Region> regions;
+  std::vector<trace::Communicator> communicators;
+  std::vector<trace::MappingRecord> mappings;
+  std::vector<trace::SyncSession> sessions;
+  std::optional<trace::GroundTruth> truth;
+};
+absl::StatusOr<DecodedRecords> FromProto(const Records& in,
+                                         int32_t world_size);
+
+}  // namespace clocksync::collector
+
+#endif  // CLOCKSYNC_COLLECTOR_WIRE_H_

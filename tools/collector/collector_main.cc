@@ -1,0 +1,335 @@
+// tools/collector/collector_main.cc: clocksync-collector, the program that
+// collects the traces of a distributed program's processes over gRPC while
+// they run and writes one OTF2 archive in global time (docs/COLLECTOR.md).
+//
+//   clocksync-collector --processes=4 --output=run.otf2 [--listen=HOST:PORT]
+//
+// It prints its contact string ("contact TOKEN@HOST:PORT") as the first
+// line of standard output (and into --contact_file); the processes get it
+// in CLOCKSYNC_COLLECTOR. When every rank finished or was lost (or on
+// SIGINT/SIGTERM, or after --wait_timeout), it writes the archive from
+// the ranks' raw archives (--raw_dir, kept), prints one line per rank and
+// the clock-condition table of `clocksync-trace compare`.
+//
+// Exit status: 0 every process finished and the archive is written; 1 bad
+// usage (the message names the flag and value); 2 the collector could not
+// serve or write the archive; 3 the archive is written but not every
+// process finished (lost, or never joined).
+
+#include <pthread.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/time.h"
+#include "collector/collection.h"
+#include "collector/collector_service.h"
+#include "collector/contact.h"
+#include "collector/run_archive.h"
+#include "hull/correction.h"
+#include "probe/address.h"
+
+ABSL_FLAG(int32_t, processes, 0,
+          "processes in the run (ranks 0..N-1), 1..100000; required");
+ABSL_FLAG(std::string, output, "",
+          "the run's OTF2 archive, a directory that must not exist; required");
+ABSL_FLAG(std::string, listen, "0.0.0.0:0",
+          "where to serve: HOST:PORT (port 0: any free port) or unix:PATH");
+ABSL_FLAG(std::string, advertise, "",
+          "the host in the contact string (default: the --listen host, or "
+          "this machine's name when that is a wildcard)");
+ABSL_FLAG(std::string, contact_file, "",
+          "also write the contact string into this file (atomically)");
+ABSL_FLAG(std::string, token, "",
+          "the session token, 32 lowercase hex digits (default: random)");
+ABSL_FLAG(std::string, raw_dir, "",
+          "where the ranks' raw archives go, kept after the run (default: "
+          "<output>.raw; must not exist or be empty)");
+ABSL_FLAG(std::string, correction, "online",
+          "the archive's timescale: online, linear, spline, piecewise or none");
+ABSL_FLAG(int64_t, min_latency_ns, 0,
+          "the clock condition's minimum message latency, ns");
+ABSL_FLAG(double, slow_fraction, 0.1,
+          "post-mortem corrections: the fraction of slowest sync exchanges "
+          "dropped, in [0, 1)");
+ABSL_FLAG(int64_t, wait_timeout_s, 0,
+          "stop waiting for processes after this many seconds (0: no limit)");
+ABSL_FLAG(uint64_t, max_unacked_bytes, clocksync::collector::kDefaultMaxUnackedBytes,
+          "event bytes a process may send ahead of the collector's acks "
+          "(back-pressure), 1 MiB..1 GiB");
+ABSL_FLAG(std::string, tls_cert, "",
+          "TLS: the collector's certificate chain (PEM); with --tls_key");
+ABSL_FLAG(std::string, tls_key, "", "TLS: the collector's private key (PEM)");
+
+namespace clocksync::collector {
+namespace {
+
+int Usage(const std::string& message) {
+  std::cerr << "clocksync-collector: " << message
+            << "\n(clocksync-collector --help lists the flags)\n";
+  return 1;
+}
+
+bool IsWildcard(const std::string& host) {
+  return host.empty() || host == "0.0.0.0" || host == "::" || host == "[::]";
+}
+
+std::string HostName() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0) return "localhost";
+  return name;
+}
+
+// Writes `text` to `path` through a temporary file and rename.
+bool WriteFileAtomically(const std::string& path, const std::string& text) {
+  const std::string temp = path + ".tmp";
+  {
+    std::ofstream out(temp);
+    out << text;
+    if (!out.flush()) return false;
+  }
+  return rename(temp.c_str(), path.c_str()) == 0;
+}
+
+std::string GlobalTime(int64_t ns) {
+  return absl::StrFormat("%d.%09d", ns / 1'000'000'000,
+                         (ns % 1'000'000'000 + 1'000'000'000) % 1'000'000'000);
+}
+
+int Run() {
+  const int32_t processes = absl::GetFlag(FLAGS_processes);
+  if (processes < 1 || processes > 100000) {
+    return Usage(absl::StrCat("bad flag --processes: ", processes,
+                              " (want 1..100000)"));
+  }
+  const std::string output = absl::GetFlag(FLAGS_output);
+  if (output.empty()) return Usage("bad flag --output: required");
+  struct stat st;
+  if (stat(output.c_str(), &st) == 0) {
+    return Usage(absl::StrCat("bad flag --output: ", output, " exists"));
+  }
+  std::string raw_dir = absl::GetFlag(FLAGS_raw_dir);
+  if (raw_dir.empty()) raw_dir = output + ".raw";
+  if (mkdir(raw_dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    return Usage(absl::StrCat("bad flag --raw_dir: cannot create ", raw_dir,
+                              ": ", std::strerror(errno)));
+  }
+  absl::StatusOr<hull::CorrectionKind> correction =
+      hull::ParseCorrectionKind(absl::GetFlag(FLAGS_correction));
+  if (!correction.ok()) {
+    return Usage(absl::StrCat("bad flag --correction: ",
+                              correction.status().message()));
+  }
+  const double slow_fraction = absl::GetFlag(FLAGS_slow_fraction);
+  if (!(slow_fraction >= 0 && slow_fraction < 1)) {
+    return Usage(absl::StrCat("bad flag --slow_fraction: ", slow_fraction,
+                              " is not in [0, 1)"));
+  }
+  if (absl::GetFlag(FLAGS_min_latency_ns) < 0) {
+    return Usage("bad flag --min_latency_ns: must be >= 0");
+  }
+  if (absl::GetFlag(FLAGS_wait_timeout_s) < 0) {
+    return Usage("bad flag --wait_timeout_s: must be >= 0");
+  }
+  const uint64_t max_unacked = absl::GetFlag(FLAGS_max_unacked_bytes);
+  if (max_unacked < (1u << 20) || max_unacked > (1u << 30)) {
+    return Usage(absl::StrCat("bad flag --max_unacked_bytes: ", max_unacked,
+                              " (want 1048576..1073741824)"));
+  }
+  const std::string listen = absl::GetFlag(FLAGS_listen);
+  std::string advertise = absl::GetFlag(FLAGS_advertise);
+  const bool unix_socket = listen.rfind("unix:", 0) == 0;
+  if (unix_socket) {
+    if (absl::Status s = probe::ValidateGrpcAddress("--listen", listen);
+        !s.ok()) {
+      return Usage(absl::StrCat("bad flag ", s.message()));
+    }
+  } else {
+    absl::StatusOr<probe::HostPort> parsed = probe::ParseHostPort(
+        "--listen", listen, {.allow_port_zero = true, .allow_empty_host = true});
+    if (!parsed.ok()) {
+      return Usage(absl::StrCat("bad flag ", parsed.status().message()));
+    }
+    if (advertise.empty()) {
+      advertise = IsWildcard(parsed->host) ? HostName() : parsed->host;
+    }
+  }
+  std::string token = absl::GetFlag(FLAGS_token);
+  if (token.empty()) {
+    absl::StatusOr<std::string> fresh = NewToken();
+    if (!fresh.ok()) {
+      std::cerr << "clocksync-collector: " << fresh.status().message() << "\n";
+      return 2;
+    }
+    token = *fresh;
+  } else if (absl::StatusOr<Contact> check =
+                 ParseContact("--token", token + "@127.0.0.1:1");
+             !check.ok()) {
+    return Usage(absl::StrCat("bad flag --token: want ", kTokenHexDigits,
+                              " lowercase hex digits"));
+  }
+  const std::string tls_cert = absl::GetFlag(FLAGS_tls_cert);
+  const std::string tls_key = absl::GetFlag(FLAGS_tls_key);
+  if (tls_cert.empty() != tls_key.empty()) {
+    return Usage("bad flag --tls_cert/--tls_key: give both or neither");
+  }
+
+  // SIGINT and SIGTERM end the wait (the archive is still written); they
+  // are taken by a thread of their own, blocked everywhere else.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  CollectionOptions options;
+  options.token = token;
+  options.raw_dir = raw_dir;
+  options.world_size = processes;
+  options.max_unacked_bytes = max_unacked;
+  Collection collection(options);
+  CollectorService service(&collection, [](const std::string& line) {
+    std::cerr << "clocksync-collector: " << line << "\n";
+  });
+  ServerTls tls{tls_cert, tls_key};
+  int port = 0;
+  absl::StatusOr<std::unique_ptr<grpc::Server>> server = BuildCollectorServer(
+      listen, &service, tls_cert.empty() ? nullptr : &tls, &port);
+  if (!server.ok()) {
+    std::cerr << "clocksync-collector: " << server.status().message() << "\n";
+    return server.status().code() == absl::StatusCode::kInvalidArgument ? 1 : 2;
+  }
+  const std::string contact = FormatContact(Contact{
+      token, unix_socket ? listen : probe::JoinHostPort(advertise, port)});
+  std::cout << "contact " << contact << std::endl;
+  const std::string contact_file = absl::GetFlag(FLAGS_contact_file);
+  if (!contact_file.empty() &&
+      !WriteFileAtomically(contact_file, contact + "\n")) {
+    std::cerr << "clocksync-collector: cannot write --contact_file "
+              << contact_file << "\n";
+    (*server)->Shutdown();
+    return 2;
+  }
+
+  std::atomic<bool> stopping{false};
+  std::thread signal_thread([&] {
+    int signal = 0;
+    sigwait(&signals, &signal);
+    if (stopping.load()) return;
+    std::cerr << "clocksync-collector: signal " << signal
+              << ": writing the archive of what arrived\n";
+    collection.Stop();
+  });
+  const int64_t wait_s = absl::GetFlag(FLAGS_wait_timeout_s);
+  const bool all_done = collection.WaitUntilDone(
+      wait_s > 0 ? absl::Seconds(wait_s) : absl::InfiniteDuration());
+  if (!all_done) {
+    std::cerr << "clocksync-collector: not every process finished; streams "
+                 "still open are cut\n";
+  }
+  // Streams still open are cancelled: their ranks are lost.
+  (*server)->Shutdown(std::chrono::system_clock::now() +
+                      std::chrono::seconds(2));
+  if (!stopping.exchange(true)) kill(getpid(), SIGTERM);
+  signal_thread.join();
+
+  const std::vector<RankStatus> ranks = collection.Status();
+  std::vector<std::string> raw_dirs;
+  for (const RankStatus& r : ranks) raw_dirs.push_back(r.archive_dir);
+  bool every_rank_finished = static_cast<int32_t>(ranks.size()) == processes;
+  for (const RankStatus& r : ranks) {
+    every_rank_finished &= r.state == RankState::kFinished;
+  }
+  const CollectionStats stats = collection.Stats();
+  if (stats.refused_token + stats.refused_hello + stats.malformed_messages > 0) {
+    std::cerr << absl::StrFormat(
+        "clocksync-collector: refused %d streams with a wrong token, %d "
+        "Hellos, %d malformed messages\n",
+        stats.refused_token, stats.refused_hello, stats.malformed_messages);
+  }
+  if (raw_dirs.empty()) {
+    std::cerr << "clocksync-collector: no process joined: no archive\n";
+    return 3;
+  }
+  RunArchiveOptions archive_options;
+  archive_options.correction = *correction;
+  archive_options.min_latency_ns = absl::GetFlag(FLAGS_min_latency_ns);
+  archive_options.postmortem.slow_fraction = slow_fraction;
+  absl::StatusOr<RunArchiveResult> result =
+      WriteRunArchive(raw_dirs, output, archive_options);
+  if (!result.ok()) {
+    std::cerr << "clocksync-collector: cannot write the archive: "
+              << result.status().message() << " (the raw archives are in "
+              << raw_dir << ")\n";
+    return 2;
+  }
+  if (!result->correction_note.empty()) {
+    std::cerr << "clocksync-collector: " << result->correction_note << "\n";
+  }
+  std::string summary;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    const RankStatus& r = ranks[i];
+    const RankSpan& span = result->ranks[i];
+    std::string line = absl::StrFormat(
+        "rank %d %s: %d events, host %s pid %d", r.rank,
+        RankStateName(r.state), span.events, r.info.hostname, r.info.pid);
+    if (span.has_events) {
+      absl::StrAppend(&line, ", last event at ",
+                      GlobalTime(span.last_event_global_ns), " (",
+                      hull::CorrectionKindName(result->correction_used), ")");
+    }
+    if (r.state == RankState::kLost) absl::StrAppend(&line, "; ", r.note);
+    absl::StrAppend(&summary, line, "\n");
+  }
+  for (int32_t rank = 0; rank < processes; ++rank) {
+    bool joined = false;
+    for (const RankStatus& r : ranks) joined |= r.rank == rank;
+    if (!joined) absl::StrAppend(&summary, "rank ", rank, " never joined\n");
+  }
+  absl::StrAppend(&summary, "archive ", output, ": ", ranks.size(), " of ",
+                  processes, " ranks, ", result->events, " events, ",
+                  hull::CorrectionKindName(result->correction_used),
+                  " correction; raw archives in ", raw_dir, "\n");
+  if (!WriteFileAtomically(output + "/clocksync.collection", summary)) {
+    std::cerr << "clocksync-collector: cannot write " << output
+              << "/clocksync.collection\n";
+  }
+  std::cout << summary << trace::FormatCompareTable(result->compare)
+            << std::flush;
+  return every_rank_finished ? 0 : 3;
+}
+
+}  // namespace
+}  // namespace clocksync::collector
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "clocksync-collector --processes=N --output=DIR [--listen=HOST:PORT]: "
+      "collects the traces of N processes streamed over gRPC into one OTF2 "
+      "archive in global time (docs/COLLECTOR.md)");
+  std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
+  if (positional.size() > 1) {
+    std::cerr << "clocksync-collector: unexpected argument '" << positional[1]
+              << "' (contact strings of listening processes are not "
+                 "supported yet: start the collector first and hand its "
+                 "contact string to the processes)\n";
+    return 1;
+  }
+  return clocksync::collector::Run();
+}

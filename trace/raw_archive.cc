@@ -1,0 +1,481 @@
+// trace/raw_archive.cc: the raw archive's writer and reader, and the 40-byte
+// event layout (raw_archive.h).
+
+#include "trace/raw_archive.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
+
+namespace clocksync::trace {
+namespace {
+
+constexpr char kMarker[] = "clocksync-raw 1\n";
+constexpr uint8_t kLastEventKind = static_cast<uint8_t>(EventKind::kCollectiveEnd);
+constexpr uint8_t kLastCollectiveKind = static_cast<uint8_t>(CollectiveKind::kOther);
+
+// Little-endian stores and loads (plain moves on little-endian hosts).
+void Put64(char* p, uint64_t v) {
+  for (int i = 0; i < 8; ++i) p[i] = static_cast<char>(v >> (8 * i));
+}
+void Put32(char* p, uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = static_cast<char>(v >> (8 * i));
+}
+uint64_t Get64(const char* p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) {
+    v |= uint64_t{static_cast<unsigned char>(p[i])} << (8 * i);
+  }
+  return v;
+}
+uint32_t Get32(const char* p) {
+  uint32_t v = 0;
+  for (int i = 0; i < 4; ++i) {
+    v |= uint32_t{static_cast<unsigned char>(p[i])} << (8 * i);
+  }
+  return v;
+}
+
+// Checks one record's kinds; "" when fine.
+std::string CheckRecord(const char* p) {
+  const uint8_t kind = static_cast<uint8_t>(p[32]);
+  const uint8_t collective = static_cast<uint8_t>(p[33]);
+  if (kind > kLastEventKind) {
+    return absl::StrCat("kind ", kind, " is not an event kind");
+  }
+  if (collective > kLastCollectiveKind) {
+    return absl::StrCat("collective ", collective,
+                        " is not a collective kind");
+  }
+  return "";
+}
+
+Event DecodeOne(const char* p) {
+  Event e;
+  e.stamp = Get64(p);
+  e.bytes = Get64(p + 8);
+  e.region = Get32(p + 16);
+  e.peer = static_cast<int32_t>(Get32(p + 20));
+  e.tag = Get32(p + 24);
+  e.comm = Get32(p + 28);
+  e.kind = static_cast<EventKind>(p[32]);
+  e.collective = static_cast<CollectiveKind>(p[33]);
+  return e;
+}
+
+absl::Status ErrnoStatus(int error, absl::string_view what,
+                         const std::string& path) {
+  const std::string message =
+      absl::StrCat(what, " ", path, ": ", std::strerror(error));
+  switch (error) {
+    case ENOENT:
+    case ENOTDIR:
+      return absl::NotFoundError(message);
+    case EACCES:
+    case EPERM:
+    case EROFS:
+      return absl::PermissionDeniedError(message);
+    case EEXIST:
+    case ENOTEMPTY:
+      return absl::AlreadyExistsError(message);
+    default:
+      return absl::UnavailableError(message);
+  }
+}
+
+bool IsEmptyDirectory(const std::string& path) {
+  DIR* dir = opendir(path.c_str());
+  if (dir == nullptr) return false;
+  bool empty = true;
+  while (struct dirent* entry = readdir(dir)) {
+    if (std::strcmp(entry->d_name, ".") != 0 &&
+        std::strcmp(entry->d_name, "..") != 0) {
+      empty = false;
+      break;
+    }
+  }
+  closedir(dir);
+  return empty;
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoStatus(errno, "cannot open", path);
+  std::string text;
+  struct stat st;
+  if (fstat(fd, &st) == 0 && st.st_size > 0) {
+    text.reserve(static_cast<size_t>(st.st_size));
+  }
+  char buffer[1 << 16];
+  while (true) {
+    const ssize_t n = read(fd, buffer, sizeof(buffer));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int error = errno;
+      close(fd);
+      return ErrnoStatus(error, "cannot read", path);
+    }
+    if (n == 0) break;
+    text.append(buffer, static_cast<size_t>(n));
+  }
+  close(fd);
+  return text;
+}
+
+std::string EventFileName(uint32_t thread_index) {
+  return absl::StrCat("events.", thread_index, ".raw");
+}
+
+}  // namespace
+
+void EncodeEvents(absl::Span<const Event> events, std::string* out) {
+  const size_t start = out->size();
+  out->resize(start + events.size() * kEventWireBytes);
+  char* p = out->data() + start;
+  for (const Event& e : events) {
+    Put64(p, e.stamp);
+    Put64(p + 8, e.bytes);
+    Put32(p + 16, e.region);
+    Put32(p + 20, static_cast<uint32_t>(e.peer));
+    Put32(p + 24, e.tag);
+    Put32(p + 28, e.comm);
+    p[32] = static_cast<char>(e.kind);
+    p[33] = static_cast<char>(e.collective);
+    std::memset(p + 34, 0, kEventWireBytes - 34);
+    p += kEventWireBytes;
+  }
+}
+
+absl::Status DecodeEvents(absl::string_view encoded, std::vector<Event>* out) {
+  if (encoded.size() % kEventWireBytes != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("events: ", encoded.size(),
+                     " bytes is not a whole number of ", kEventWireBytes,
+                     "-byte records"));
+  }
+  const size_t n = encoded.size() / kEventWireBytes;
+  for (size_t i = 0; i < n; ++i) {
+    const std::string problem = CheckRecord(encoded.data() + i * kEventWireBytes);
+    if (!problem.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("event ", i, ": ", problem));
+    }
+  }
+  if (out != nullptr) {
+    out->reserve(out->size() + n);
+    for (size_t i = 0; i < n; ++i) {
+      out->push_back(DecodeOne(encoded.data() + i * kEventWireBytes));
+    }
+  }
+  return absl::OkStatus();
+}
+
+bool IsRawArchive(const std::string& dir) {
+  struct stat st;
+  return stat(absl::StrCat(dir, "/", kRawMarkerFileName).c_str(), &st) == 0 &&
+         S_ISREG(st.st_mode);
+}
+
+// --- writer -------------------------------------------------------------
+
+RawArchiveWriter::RawArchiveWriter(std::string dir, ProcessInfo info)
+    : dir_(std::move(dir)), info_(std::move(info)) {}
+
+absl::StatusOr<std::unique_ptr<RawArchiveWriter>> RawArchiveWriter::Create(
+    const std::string& dir, const ProcessInfo& info) {
+  if (dir.empty()) {
+    return absl::InvalidArgumentError("raw archive: empty directory name");
+  }
+  if (!(info.tick_period_ns > 0) || !std::isfinite(info.tick_period_ns)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("raw archive ", dir,
+                     ": tick_period_ns must be positive, got ",
+                     info.tick_period_ns));
+  }
+  if (info.rank < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "raw archive ", dir, ": rank must be >= 0, got ", info.rank));
+  }
+  if (mkdir(dir.c_str(), 0755) != 0) {
+    const int error = errno;
+    if (error != EEXIST) {
+      return ErrnoStatus(error, "cannot create trace directory", dir);
+    }
+    if (!IsEmptyDirectory(dir)) {
+      return absl::AlreadyExistsError(absl::StrCat(
+          "trace directory ", dir, " exists and is not an empty directory"));
+    }
+  }
+  std::unique_ptr<RawArchiveWriter> writer(new RawArchiveWriter(dir, info));
+  const std::string marker = absl::StrCat(dir, "/", kRawMarkerFileName);
+  const int marker_fd =
+      open(marker.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (marker_fd < 0) return ErrnoStatus(errno, "cannot create", marker);
+  absl::Status status =
+      writer->WriteAll(marker_fd, kMarker, sizeof(kMarker) - 1, marker);
+  close(marker_fd);
+  if (!status.ok()) return status;
+  const std::string sidecar_path = absl::StrCat(dir, "/", kSidecarFileName);
+  writer->sidecar_fd_ =
+      open(sidecar_path.c_str(),
+           O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
+  if (writer->sidecar_fd_ < 0) {
+    return ErrnoStatus(errno, "cannot create", sidecar_path);
+  }
+  status = writer->AppendSidecar(
+      absl::StrCat(sidecar::VersionLine(), sidecar::ProcessLine(info)));
+  if (!status.ok()) return status;
+  return writer;
+}
+
+RawArchiveWriter::~RawArchiveWriter() {
+  for (auto& [index, thread] : threads_) {
+    if (thread.fd >= 0) close(thread.fd);
+  }
+  if (sidecar_fd_ >= 0) close(sidecar_fd_);
+}
+
+absl::Status RawArchiveWriter::Fail(absl::Status status) {
+  if (error_.ok()) error_ = status;
+  return error_;
+}
+
+absl::Status RawArchiveWriter::WriteAll(int fd, const char* data, size_t size,
+                                        const std::string& path) {
+  while (size > 0) {
+    const ssize_t n = write(fd, data, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Fail(ErrnoStatus(errno, "cannot write", path));
+    if (n == 0) return Fail(absl::UnavailableError(
+        absl::StrCat("cannot write ", path, ": no progress")));
+    data += n;
+    size -= static_cast<size_t>(n);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RawArchiveWriter::AppendSidecar(const std::string& text) {
+  return WriteAll(sidecar_fd_, text.data(), text.size(),
+                  absl::StrCat(dir_, "/", kSidecarFileName));
+}
+
+absl::StatusOr<RawArchiveWriter::ThreadFile*> RawArchiveWriter::Thread(
+    uint32_t thread_index, const std::string& thread_name) {
+  auto it = threads_.find(thread_index);
+  if (it != threads_.end()) return &it->second;
+  const std::string path = absl::StrCat(dir_, "/", EventFileName(thread_index));
+  const int fd =
+      open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC,
+           0644);
+  if (fd < 0) return Fail(ErrnoStatus(errno, "cannot create", path));
+  ThreadFile& thread = threads_[thread_index];
+  thread.fd = fd;
+  if (absl::Status s =
+          AppendSidecar(sidecar::ThreadLine(thread_index, thread_name));
+      !s.ok()) {
+    return s;
+  }
+  return &thread;
+}
+
+absl::Status RawArchiveWriter::AppendEncoded(uint32_t thread_index,
+                                             const std::string& thread_name,
+                                             absl::string_view encoded) {
+  if (!error_.ok()) return error_;
+  if (finished_) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("raw archive ", dir_, ": events after Finish"));
+  }
+  if (encoded.size() % kEventWireBytes != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "thread ", thread_index, ": ", encoded.size(),
+        " bytes of events is not a whole number of ", kEventWireBytes,
+        "-byte records"));
+  }
+  if (encoded.empty()) return absl::OkStatus();
+  auto existing = threads_.find(thread_index);
+  bool has_last = existing != threads_.end() && existing->second.has_last;
+  uint64_t last = has_last ? existing->second.last_stamp : 0;
+  const size_t n = encoded.size() / kEventWireBytes;
+  for (size_t i = 0; i < n; ++i) {
+    const char* p = encoded.data() + i * kEventWireBytes;
+    if (std::string problem = CheckRecord(p); !problem.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "thread ", thread_index, ": event ", i, ": ", problem));
+    }
+    const uint64_t stamp = Get64(p);
+    if (has_last && stamp <= last) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "thread ", thread_index, ": event ", i, ": stamp ", stamp,
+          " is not above the previous stamp ", last));
+    }
+    has_last = true;
+    last = stamp;
+  }
+  absl::StatusOr<ThreadFile*> thread = Thread(thread_index, thread_name);
+  if (!thread.ok()) return thread.status();
+  if (absl::Status s =
+          WriteAll((*thread)->fd, encoded.data(), encoded.size(),
+                   absl::StrCat(dir_, "/", EventFileName(thread_index)));
+      !s.ok()) {
+    return s;
+  }
+  (*thread)->has_last = true;
+  (*thread)->last_stamp = last;
+  max_stamp_ = std::max(max_stamp_, last);
+  events_written_ += n;
+  return absl::OkStatus();
+}
+
+absl::Status RawArchiveWriter::AppendEvents(uint32_t thread_index,
+                                            const std::string& thread_name,
+                                            absl::Span<const Event> events) {
+  std::string encoded;
+  EncodeEvents(events, &encoded);
+  return AppendEncoded(thread_index, thread_name, encoded);
+}
+
+absl::Status RawArchiveWriter::StreamRecords(
+    const std::vector<Region>& regions,
+    const std::vector<Communicator>& communicators,
+    const std::vector<MappingRecord>& mappings,
+    const std::vector<SyncSession>& sessions,
+    const std::optional<GroundTruth>& truth) {
+  if (!error_.ok()) return error_;
+  if (finished_) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("raw archive ", dir_, ": records after Finish"));
+  }
+  const std::string text =
+      streamed_.NewLines(regions, communicators, mappings, sessions, truth);
+  if (text.empty()) return absl::OkStatus();
+  return AppendSidecar(text);
+}
+
+absl::Status RawArchiveWriter::Finish(
+    const std::vector<Region>& regions,
+    const std::vector<Communicator>& communicators,
+    const std::vector<MappingRecord>& mappings,
+    const std::vector<SyncSession>& sessions,
+    const std::optional<GroundTruth>& truth) {
+  if (finished_) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("raw archive ", dir_, ": Finish called twice"));
+  }
+  absl::Status status =
+      StreamRecords(regions, communicators, mappings, sessions, truth);
+  finished_ = true;
+  if (status.ok()) {
+    status = AppendSidecar(sidecar::EndLine(events_written_, std::nullopt));
+  }
+  for (auto& [index, thread] : threads_) {
+    if (thread.fd >= 0 && close(thread.fd) != 0 && status.ok()) {
+      status = Fail(ErrnoStatus(errno, "cannot close",
+                                absl::StrCat(dir_, "/", EventFileName(index))));
+    }
+    thread.fd = -1;
+  }
+  if (sidecar_fd_ >= 0) {
+    if (close(sidecar_fd_) != 0 && status.ok()) {
+      status = Fail(ErrnoStatus(errno, "cannot close",
+                                absl::StrCat(dir_, "/", kSidecarFileName)));
+    }
+    sidecar_fd_ = -1;
+  }
+  return status;
+}
+
+// --- reader -------------------------------------------------------------
+
+absl::StatusOr<ProcessTrace> ReadRawArchive(const std::string& dir) {
+  struct stat st;
+  if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return absl::NotFoundError(absl::StrCat(dir, ": no such trace directory"));
+  }
+  const std::string sidecar_path = absl::StrCat(dir, "/", kSidecarFileName);
+  absl::StatusOr<std::string> text = ReadFile(sidecar_path);
+  if (!text.ok()) return text.status();
+  absl::StatusOr<sidecar::Contents> side = sidecar::Parse(*text, sidecar_path);
+  if (!side.ok()) return side.status();
+
+  ProcessTrace trace;
+  trace.info = side->info;
+  trace.regions = std::move(side->regions);
+  trace.communicators = std::move(side->communicators);
+  trace.mappings = std::move(side->mappings);
+  trace.sessions = std::move(side->sessions);
+  trace.truth = std::move(side->truth);
+  std::vector<std::string> notes;
+  if (!side->complete) notes.push_back(side->incomplete_note);
+
+  // The event files present, by thread index.
+  std::map<uint32_t, std::string> names;
+  for (const sidecar::ThreadName& t : side->threads) names[t.index] = t.name;
+  std::vector<uint32_t> indices;
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return ErrnoStatus(errno, "cannot list", dir);
+  while (struct dirent* entry = readdir(d)) {
+    absl::string_view name = entry->d_name;
+    if (!absl::ConsumePrefix(&name, "events.") ||
+        !absl::ConsumeSuffix(&name, ".raw")) {
+      continue;
+    }
+    uint32_t index = 0;
+    if (absl::SimpleAtoi(name, &index)) indices.push_back(index);
+  }
+  closedir(d);
+  std::sort(indices.begin(), indices.end());
+
+  uint64_t events = 0;
+  for (uint32_t index : indices) {
+    const std::string path = absl::StrCat(dir, "/", EventFileName(index));
+    absl::StatusOr<std::string> bytes = ReadFile(path);
+    if (!bytes.ok()) return bytes.status();
+    const size_t whole = bytes->size() - bytes->size() % kEventWireBytes;
+    if (whole != bytes->size()) {
+      notes.push_back(absl::StrCat(path, " ends in a cut record (",
+                                   bytes->size() - whole, " bytes dropped)"));
+    }
+    ThreadTrace thread;
+    thread.thread_index = index;
+    auto name = names.find(index);
+    thread.name = name != names.end() ? name->second
+                                      : absl::StrCat("thread ", index);
+    if (absl::Status s = DecodeEvents(absl::string_view(*bytes).substr(0, whole),
+                                      &thread.events);
+        !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": ", s.message()));
+    }
+    for (size_t i = 1; i < thread.events.size(); ++i) {
+      if (thread.events[i].stamp <= thread.events[i - 1].stamp) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            path, ": event ", i, ": stamp ", thread.events[i].stamp,
+            " is not above the previous stamp ", thread.events[i - 1].stamp));
+      }
+    }
+    events += thread.events.size();
+    trace.threads.push_back(std::move(thread));
+  }
+  if (side->complete && events < side->end_events) {
+    notes.push_back(absl::StrCat(events, " events of the ", side->end_events,
+                                 " the end line counts"));
+  }
+  if (!notes.empty()) {
+    trace.truncated = true;
+    trace.truncation_note = absl::StrJoin(notes, "; ");
+  }
+  return trace;
+}
+
+}  // namespace clocksync::trace
