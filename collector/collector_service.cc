@@ -121,7 +121,7 @@ grpc::Status CollectorService::Stream(
 }
 
 absl::StatusOr<std::unique_ptr<grpc::Server>> BuildCollectorServer(
-    const std::string& address, CollectorService* service,
+    const std::string& address, Collector::Service* service,
     const ServerTls* tls, int* selected_port) {
   std::shared_ptr<grpc::ServerCredentials> credentials =
       grpc::InsecureServerCredentials();

@@ -52,7 +52,7 @@ struct ServerTls {
 // when it cannot bind (naming the address), InvalidArgument for TLS files
 // that cannot be read (naming them).
 absl::StatusOr<std::unique_ptr<grpc::Server>> BuildCollectorServer(
-    const std::string& address, CollectorService* service,
+    const std::string& address, Collector::Service* service,
     const ServerTls* tls, int* selected_port);
 
 }  // namespace clocksync::collector

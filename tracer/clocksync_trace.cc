@@ -215,6 +215,10 @@ int cs_trace_timesync(void) {
   }
 }
 
+int32_t cs_trace_rank(void) { return Tracer::Rank(); }
+
+int32_t cs_trace_world_size(void) { return Tracer::WorldSize(); }
+
 const char* cs_trace_last_error(void) { return t_last_error.c_str(); }
 
 }  // extern "C"

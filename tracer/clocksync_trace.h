@@ -64,7 +64,10 @@ typedef struct cs_trace_options {
   const char* trace_dir;
   /* Archive name: <trace_dir>/<name>.r<rank> (default: the program name). */
   const char* name;
-  /* This process's rank (default 0) and the program's size (0: unknown). */
+  /* This process's rank (default -1: the collector assigns one, 0 without
+   * a collector; cs_trace_rank() tells) and the program's size (0:
+   * unknown). The collector is set by CLOCKSYNC_COLLECTOR
+   * (docs/COLLECTOR.md). */
   int32_t rank;
   int32_t world_size;
   /* The node's clocksyncd segment (default CLOCKSYNC_DEFAULT_SHM_PATH). */
@@ -140,6 +143,11 @@ int cs_trace_collective_end(cs_trace_collective kind, uint32_t comm,
  * and tracing goes on). */
 int cs_trace_timesync(void);
 
+/* This process's rank in the current (or last) tracing session: the one
+ * asked for or the collector's; -1 before any cs_trace_init. */
+int32_t cs_trace_rank(void);
+/* Ranks in the program as the session knows them; 0: unknown. */
+int32_t cs_trace_world_size(void);
 /* The message of the last failed cs_trace_init, cs_trace_finalize,
  * cs_trace_*_def or cs_trace_timesync on the calling thread; "" if none.
  * Valid until the next such call on this thread. */

@@ -7,6 +7,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "collector/contact.h"
 
 namespace clocksync {
 namespace tracer {
@@ -21,11 +22,12 @@ constexpr EnvVariable kEnvVariables[] = {
     {"CLOCKSYNC_TRACE_NAME", "",
      "archive name; empty: the program's name",
      [](TracerOptions* o, const char* v) { o->name = v; }, nullptr},
-    {"CLOCKSYNC_TRACE_RANK", "0",
-     "this process's rank in the program (below the world size when known)",
+    {"CLOCKSYNC_TRACE_RANK", "-1",
+     "this process's rank in the program (below the world size when known); "
+     "-1: assigned by the collector, 0 without one",
      nullptr,
      [](TracerOptions* o, int64_t v) { o->rank = static_cast<int32_t>(v); },
-     0, INT32_MAX},
+     -1, INT32_MAX},
     {"CLOCKSYNC_TRACE_WORLD_SIZE", "0",
      "ranks in the program (the world communicator); 0: unknown", nullptr,
      [](TracerOptions* o, int64_t v) {
@@ -74,6 +76,23 @@ constexpr EnvVariable kEnvVariables[] = {
      nullptr,
      [](TracerOptions* o, int64_t v) { o->install_signal_handlers = v != 0; },
      0, 1},
+    {"CLOCKSYNC_COLLECTOR", "",
+     "the collector's contact string `TOKEN@HOST:PORT` (docs/COLLECTOR.md): "
+     "stream the trace to it; empty: the local archive",
+     [](TracerOptions* o, const char* v) { o->collector = v; }, nullptr},
+    {"CLOCKSYNC_COLLECTOR_TIMEOUT_MS", "10000",
+     "longest wait for the collector (connect, a write, an ack) before the "
+     "local archive takes over, ms",
+     nullptr,
+     [](TracerOptions* o, int64_t v) {
+       o->collector_timeout_ns = v * kNsPerMs;
+     },
+     1, kMaxCollectorTimeoutMs},
+    {"CLOCKSYNC_COLLECTOR_TLS_CA", "",
+     "TLS to the collector: the PEM file of the certificate authority; "
+     "empty: plaintext",
+     [](TracerOptions* o, const char* v) { o->collector_tls_ca_file = v; },
+     nullptr},
     {"CLOCKSYNC_TSC", "auto",
      "`auto`: stamp events with one `rdtsc` through the daemon's TSC "
      "mapping where it publishes one, else `clock_gettime`; `off`: always "
@@ -120,7 +139,7 @@ absl::Status ValidateOptions(const TracerOptions& o) {
   if (o.name.find('/') != std::string::npos) {
     return bad(absl::StrCat("name '", o.name, "' contains '/'"));
   }
-  if (o.rank < 0) return bad(absl::StrCat("rank ", o.rank, " < 0"));
+  if (o.rank < -1) return bad(absl::StrCat("rank ", o.rank, " < -1"));
   if (o.world_size < 0) {
     return bad(absl::StrCat("world_size ", o.world_size, " < 0"));
   }
@@ -144,6 +163,16 @@ absl::Status ValidateOptions(const TracerOptions& o) {
   if (o.sync_period_ns < 0 || o.sync_period_ns > kMaxSyncPeriodMs * kNsPerMs) {
     return bad(absl::StrCat("sync_period_ns ", o.sync_period_ns,
                             " outside 0..", kMaxSyncPeriodMs * kNsPerMs));
+  }
+  if (!o.collector.empty()) {
+    absl::StatusOr<collector::Contact> contact =
+        collector::ParseContact("CLOCKSYNC_COLLECTOR (collector)", o.collector);
+    if (!contact.ok()) return contact.status();
+  }
+  if (o.collector_timeout_ns <= 0 ||
+      o.collector_timeout_ns > kMaxCollectorTimeoutMs * kNsPerMs) {
+    return bad(absl::StrCat("collector_timeout_ns ", o.collector_timeout_ns,
+                            " outside 1..", kMaxCollectorTimeoutMs * kNsPerMs));
   }
   if (o.tsc != "auto" && o.tsc != "off") {
     return bad(absl::StrCat("tsc '", o.tsc,

@@ -24,6 +24,7 @@ inline constexpr int64_t kMaxBufferEvents = int64_t{1} << 26;
 inline constexpr int32_t kMaxSyncMessages = 1'000'000;
 inline constexpr int64_t kMaxSyncDurationMs = 3'600'000;     // 1 h
 inline constexpr int64_t kMaxSyncPeriodMs = 24 * 3'600'000;  // 1 day
+inline constexpr int64_t kMaxCollectorTimeoutMs = 3'600'000;  // 1 h
 
 // One CLOCKSYNC_* variable. String variables set their field to the value;
 // integer ones accept min..max and set their field from the value.

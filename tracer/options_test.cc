@@ -39,6 +39,9 @@ void ExpectSameOptions(const TracerOptions& a, const TracerOptions& b,
   EXPECT_EQ(a.buffer_events, b.buffer_events) << context;
   EXPECT_EQ(a.install_signal_handlers, b.install_signal_handlers) << context;
   EXPECT_EQ(a.tsc, b.tsc) << context;
+  EXPECT_EQ(a.collector, b.collector) << context;
+  EXPECT_EQ(a.collector_timeout_ns, b.collector_timeout_ns) << context;
+  EXPECT_EQ(a.collector_tls_ca_file, b.collector_tls_ca_file) << context;
   EXPECT_EQ(a.read_environment, b.read_environment) << context;
 }
 
@@ -109,6 +112,19 @@ TEST(TracerOptionsTest, TscIsAutoOrOff) {
   EXPECT_THAT(std::string(status.message()),
               HasSubstr("tsc 'on' is neither auto nor off (CLOCKSYNC_TSC)"));
   unsetenv("CLOCKSYNC_TSC");
+}
+
+TEST(TracerOptionsTest, CollectorContactIsCheckedNamingTheVariable) {
+  TracerOptions options;
+  options.collector = "0123456789abcdef0123456789abcdef@127.0.0.1:4242";
+  EXPECT_TRUE(ValidateOptions(options).ok());
+  options.collector = "nonsense@127.0.0.1:4242";
+  const absl::Status status = ValidateOptions(options);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("CLOCKSYNC_COLLECTOR (collector): the token must be"));
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("\"nonsense@127.0.0.1:4242\""));
 }
 
 TEST(TracerOptionsTest, TheDocsTableHasOneRowPerVariable) {

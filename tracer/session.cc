@@ -41,6 +41,8 @@ TracingSession::TracingSession(SessionParts parts, uint64_t generation)
       info_(std::move(parts.info)),
       has_model_(parts.model.has_value()),
       segment_(std::move(parts.segment)),
+      streaming_(parts.streaming),
+      collector_note_(std::move(parts.collector_note)),
       generation_(generation),
       records_(options_.world_size),
       threads_(static_cast<uint32_t>(options_.buffer_events), info_.origin_ns,
@@ -118,9 +120,17 @@ void TracingSession::StopThreads() {
 
 TracerStats TracingSession::Stats() {
   TracerStats stats;
-  stats.archive_dir = archive_.archive_dir();
   stats.has_model = has_model_;
   archive_.AddStats(&stats);
+  stats.collector_fallback = !collector_note_.empty();
+  stats.collector_note = collector_note_;
+  if (streaming_ != nullptr) {
+    stats.events_streamed = streaming_->events_acknowledged();
+    if (streaming_->fell_back()) {
+      stats.collector_fallback = true;
+      stats.collector_note = streaming_->fallback_reason();
+    }
+  }
   stats.events_rejected = events_rejected_.load(std::memory_order_relaxed);
   stats.threads = threads_.size();
   records_.AddStats(&stats);

@@ -23,7 +23,8 @@
 #include "absl/status/status.h"
 #include "probe/auth.h"
 #include "shm/segment_reader.h"
-#include "trace/otf2_writer.h"
+#include "collector/streaming_sink.h"
+#include "trace/trace_sink.h"
 #include "trace/trace.h"
 #include "tracer/local_clock.h"
 #include "tracer/sync_session.h"
@@ -43,7 +44,10 @@ struct SessionParts {
   std::optional<trace::GroundTruth> truth;
   std::optional<probe::ProbeKeys> probe_key;
   std::unique_ptr<shm::SegmentReader> segment;  // reserved, maybe mapped
-  std::unique_ptr<trace::Otf2Writer> writer;
+  std::string collector_note;  // the collector was unreachable: why
+  std::unique_ptr<trace::TraceSink> writer;  // local archive or collector
+  // The collector stream when `writer` is one (owned by `writer`).
+  collector::StreamingSink* streaming = nullptr;
 };
 
 class TracingSession {
@@ -55,6 +59,7 @@ class TracingSession {
 
   uint64_t generation() const { return generation_; }
   const TracerOptions& options() const { return options_; }
+  int32_t rank() const { return info_.rank; }
   const shm::SegmentReader& segment() const { return *segment_; }
   TraceRecords& records() { return records_; }
   ThreadRegistry& threads() { return threads_; }
@@ -93,6 +98,8 @@ class TracingSession {
   const trace::ProcessInfo info_;
   const bool has_model_;
   const std::unique_ptr<shm::SegmentReader> segment_;
+  collector::StreamingSink* const streaming_;  // in archive_; may be null
+  std::string collector_note_;  // why the collector is not used ("" none)
   const uint64_t generation_;
   TraceRecords records_;
   ThreadRegistry threads_;

@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -31,6 +32,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/clock.h"
+#include "collector/contact.h"
+#include "collector/streaming_sink.h"
 #include "probe/auth.h"
 #include "shm/segment_reader.h"
 #include "trace/otf2_writer.h"
@@ -51,6 +54,9 @@ using tracer::TracingSession;
 using tracer::Warn;
 
 uint64_t g_next_generation = 1;  // under g_lifecycle_mutex
+// The current (or last) session's rank and world size (Tracer::Rank).
+std::atomic<int32_t> g_rank{-1};
+std::atomic<int32_t> g_world_size{0};
 
 // The last session's statistics, kept after Finalize.
 std::mutex g_last_stats_mutex;
@@ -97,6 +103,24 @@ void CompleteFromFatalSignal() {
   if (TracingSession* session = g_session.load(std::memory_order_acquire)) {
     session->archive().FlushAllAndFinish(/*from_signal=*/true).IgnoreError();
   }
+}
+
+// Connects to the collector of options.collector (validated).
+absl::StatusOr<std::unique_ptr<collector::StreamingSink>> ConnectCollector(
+    const TracerOptions& options, const trace::ProcessInfo& info) {
+  absl::StatusOr<collector::Contact> contact =
+      collector::ParseContact("CLOCKSYNC_COLLECTOR", options.collector);
+  if (!contact.ok()) return contact.status();
+  collector::StreamingOptions streaming;
+  streaming.contact = *contact;
+  streaming.requested_rank = options.rank;
+  streaming.info = info;
+  streaming.fallback_trace_dir = options.trace_dir;
+  streaming.fallback_name = options.name;
+  streaming.timeout_ns = options.collector_timeout_ns;
+  streaming.tls_ca_file = options.collector_tls_ca_file;
+  streaming.warn = [](const std::string& line) { Warn(line); };
+  return collector::StreamingSink::Connect(streaming);
 }
 
 // The options after the environment, validated, the name defaulted.
@@ -161,9 +185,8 @@ absl::Status Tracer::Init(const TracerOptions& given) {
   // The ground truth (test feature).
   parts.truth = tracer::ReadGroundTruth(options, parts.model);
 
-  // The archive.
+  // The archive: a stream to the collector, or the local one.
   trace::ProcessInfo& info = parts.info;
-  info.rank = options.rank;
   info.process_name = options.name;
   info.pid = getpid();
   info.hostname = HostName();
@@ -171,13 +194,38 @@ absl::Status Tracer::Init(const TracerOptions& given) {
   info.shm_path = options.shm_path;
   info.tick_period_ns = 1.0;
   info.origin_ns = tracer::LocalClock(parts.model).At(Clock::RawNowNs());
-  const std::string archive_dir =
-      absl::StrCat(options.trace_dir, "/", options.name, ".r", options.rank);
-  absl::StatusOr<std::unique_ptr<trace::Otf2Writer>> writer =
-      trace::Otf2Writer::Create(archive_dir, info);
-  if (!writer.ok()) return writer.status();
-  parts.writer = std::move(*writer);
+  if (!options.collector.empty()) {
+    absl::StatusOr<std::unique_ptr<collector::StreamingSink>> sink =
+        ConnectCollector(options, info);
+    if (sink.ok()) {
+      parts.options.rank = (*sink)->rank();
+      if (parts.options.world_size == 0) {
+        parts.options.world_size = (*sink)->world_size();
+      }
+      parts.streaming = sink->get();
+      parts.writer = *std::move(sink);
+    } else if (sink.status().code() == absl::StatusCode::kInvalidArgument) {
+      return sink.status();  // a configuration error (a TLS file)
+    } else {
+      parts.collector_note = std::string(sink.status().message());
+      Warn(absl::StrCat("no collector (", sink.status().message(),
+                        "): writing the local archive instead"));
+    }
+  }
+  if (parts.writer == nullptr) {
+    if (parts.options.rank < 0) parts.options.rank = 0;
+    const std::string archive_dir = absl::StrCat(
+        options.trace_dir, "/", options.name, ".r", parts.options.rank);
+    info.rank = parts.options.rank;
+    absl::StatusOr<std::unique_ptr<trace::Otf2Writer>> writer =
+        trace::Otf2Writer::Create(archive_dir, info);
+    if (!writer.ok()) return writer.status();
+    parts.writer = std::move(*writer);
+  }
+  info.rank = parts.options.rank;
 
+  g_rank.store(parts.options.rank, std::memory_order_relaxed);
+  g_world_size.store(parts.options.world_size, std::memory_order_relaxed);
   const uint64_t generation = g_next_generation++;
   auto session =
       std::make_unique<TracingSession>(std::move(parts), generation);
@@ -256,6 +304,14 @@ absl::Status Tracer::Finalize() {
 
 bool Tracer::IsActive() noexcept {
   return g_hot.generation.load(std::memory_order_acquire) != 0;
+}
+
+int32_t Tracer::Rank() noexcept {
+  return g_rank.load(std::memory_order_relaxed);
+}
+
+int32_t Tracer::WorldSize() noexcept {
+  return g_world_size.load(std::memory_order_relaxed);
 }
 
 absl::StatusOr<uint32_t> Tracer::DefineRegion(absl::string_view name) {

@@ -15,6 +15,9 @@
 // Each process writes one OTF2 archive, <trace_dir>/<name>.r<rank>
 // (trace/otf2_writer.h; format docs/TRACE_FORMAT.md), streamed as per-thread
 // buffers fill and completed at Finalize(), or from a fatal-signal handler.
+// With a collector (TracerOptions::collector, CLOCKSYNC_COLLECTOR) the
+// buffers are streamed to it instead (collector/streaming_sink.h,
+// docs/COLLECTOR.md), falling back to the local archive if it is lost.
 //
 // Example:
 //   clocksync::TracerOptions options;
@@ -112,8 +115,10 @@ struct TracerOptions {
   // Archive name; the archive is <trace_dir>/<name>.r<rank>. Empty: the
   // program's name.
   std::string name;
-  // This process's rank in the program (0..world_size-1).
-  int32_t rank = 0;
+  // This process's rank in the program (0..world_size-1); -1: the
+  // collector assigns one (Tracer::Rank() tells which), 0 without a
+  // collector.
+  int32_t rank = -1;
   // Ranks in the program (the world communicator, id 0); 0: unknown (the
   // world then lists the ranks seen).
   int32_t world_size = 0;
@@ -153,6 +158,19 @@ struct TracerOptions {
   // always clock_gettime. The same variable (CLOCKSYNC_TSC) and values as
   // the client library's.
   std::string tsc = "auto";
+  // The collector's contact string TOKEN@HOST:PORT (clocksync-collector
+  // prints it; docs/COLLECTOR.md): the trace is streamed to it while the
+  // program runs instead of written locally. Empty: the local archive.
+  // Unreachable at Init, or lost later: the local archive, with a warning
+  // (no event is lost).
+  std::string collector;
+  // The longest wait for the collector: to connect and be welcomed, for a
+  // write, for an ack the back-pressure window waits on; then the local
+  // archive takes over. ns (its variable is in ms).
+  int64_t collector_timeout_ns = 10'000'000'000;
+  // TLS to the collector: the PEM file of the certificate authority its
+  // certificate chains to. Empty: plaintext.
+  std::string collector_tls_ca_file;
   // Let CLOCKSYNC_* variables override the fields above at Init (no
   // variable).
   bool read_environment = true;
@@ -177,7 +195,12 @@ struct TracerStats {
   uint64_t flushes = 0;          // buffers written before Finalize
   uint64_t writer_waits = 0;     // full buffers that waited for the writer
   bool has_model = false;        // events are on a modeled clock
-  std::string archive_dir;       // where the archive goes
+  std::string archive_dir;       // where the archive goes ("collector
+                                 // HOST:PORT" while streaming)
+  uint64_t events_streamed = 0;  // acknowledged (stored) by the collector
+  bool collector_fallback = false;  // the collector was unreachable or lost:
+                                    // the local archive took over
+  std::string collector_note;    // why ("" none)
   std::string first_error;       // first archive error ("" none)
 };
 
@@ -206,6 +229,13 @@ class Tracer {
 
   // Whether Init succeeded and Finalize has not run.
   static bool IsActive() noexcept;
+
+  // This process's rank in the current (or last) session: the one asked
+  // for, or the one the collector assigned; -1 before any Init.
+  static int32_t Rank() noexcept;
+  // Ranks in the program as the session knows them (options, or the
+  // collector's); 0: unknown.
+  static int32_t WorldSize() noexcept;
 
   // Defines a region and returns its id (the same id for the same name).
   // FailedPrecondition when not initialized.

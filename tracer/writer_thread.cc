@@ -16,7 +16,7 @@ namespace tracer {
 
 using trace::Event;
 
-ArchiveWriter::ArchiveWriter(std::unique_ptr<trace::Otf2Writer> writer,
+ArchiveWriter::ArchiveWriter(std::unique_ptr<trace::TraceSink> writer,
                              const ThreadRegistry* threads,
                              TraceRecords* records,
                              std::optional<trace::GroundTruth> truth)
@@ -147,6 +147,7 @@ void ArchiveWriter::StreamSidecar() {
 void ArchiveWriter::AddStats(TracerStats* stats) {
   {
     std::lock_guard<OwnedMutex> lock(writer_mutex_);
+    stats->archive_dir = writer_->archive_dir();
     stats->events_written = events_written_;
     stats->events_dropped = events_dropped_;
     stats->flushes = flushes_;

@@ -18,7 +18,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
-#include "trace/otf2_writer.h"
+#include "trace/trace_sink.h"
 #include "trace/trace.h"
 #include "tracer/locks.h"
 #include "tracer/thread_buffers.h"
@@ -34,9 +34,10 @@ namespace tracer {
 // instead of waiting.
 class ArchiveWriter {
  public:
-  // Writes into `writer` the events of the threads of `threads`, and the
+  // Writes into `writer` (the local archive, or a stream to a collector)
+  // the events of the threads of `threads`, and the
   // records of `records` (both outlive this).
-  ArchiveWriter(std::unique_ptr<trace::Otf2Writer> writer,
+  ArchiveWriter(std::unique_ptr<trace::TraceSink> writer,
                 const ThreadRegistry* threads, TraceRecords* records,
                 std::optional<trace::GroundTruth> truth);
   ArchiveWriter(const ArchiveWriter&) = delete;
@@ -75,7 +76,8 @@ class ArchiveWriter {
   void StreamSidecar();
 
   // events_recorded, events_written, events_dropped, flushes,
-  // writer_waits, first_error.
+  // writer_waits, first_error, archive_dir (the sink's: a collector's
+  // address, or the local archive after a fallback).
   void AddStats(TracerStats* stats);
 
   const std::string& archive_dir() const { return archive_dir_; }
@@ -88,7 +90,7 @@ class ArchiveWriter {
   void NoteWriterError(const absl::Status& status, uint64_t lost_events);
   void WriterLoop();
 
-  const std::unique_ptr<trace::Otf2Writer> writer_;
+  const std::unique_ptr<trace::TraceSink> writer_;
   const std::string archive_dir_;
   const ThreadRegistry* const threads_;
   TraceRecords* const records_;

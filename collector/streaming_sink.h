@@ -1,0 +1,180 @@
+// collector/streaming_sink.h: the traced process's end of the collector
+// protocol (proto/collector.proto): a trace::TraceSink that streams the
+// tracer's full buffers and records to a collector while the program runs,
+// and falls back to a local OTF2 archive when the collector is lost.
+//
+// Back-pressure: at most Welcome.max_unacked_bytes of event bytes are sent
+// ahead of the collector's acks; beyond, AppendEvents waits (the tracer's
+// writer thread; recording threads wait only when both their buffers are
+// full). gRPC's own flow control holds a Write the same way.
+//
+// Fallback (no event is lost because of the collector): the sink keeps
+// every batch until the collector acknowledges it (it is then on the
+// collector's disk). When the stream breaks (the collector died or refused
+// a message), a Write or an ack stalls longer than timeout_ns, or the final
+// ack does not come, the sink warns once, creates the local archive
+// (<fallback_trace_dir>/<name>.r<rank>, trace::Otf2Writer), writes into it
+// every batch not acknowledged and everything after, and the records whole.
+// The run's events are then in the collector's raw archive of the rank (up
+// to the last ack) and in the local archive (the rest; the first events of
+// the local one may repeat the last acknowledged ones when an ack was lost
+// with the collector).
+//
+// Thread safety: AppendEvents, StreamRecords and Finish must not overlap
+// (the tracer calls them under its archive lock); the statistics may be
+// read from any thread. Two threads of its own: the ack reader and a
+// watchdog that cancels a stalled call.
+#ifndef CLOCKSYNC_COLLECTOR_STREAMING_SINK_H_
+#define CLOCKSYNC_COLLECTOR_STREAMING_SINK_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "collector/contact.h"
+#include "grpcpp/grpcpp.h"
+#include "proto/collector.grpc.pb.h"
+#include "trace/trace.h"
+#include "trace/trace_sink.h"
+
+namespace clocksync::collector {
+
+struct StreamingOptions {
+  Contact contact;
+  // The rank the process asks for; -1: the collector assigns one.
+  int32_t requested_rank = -1;
+  // Who the process is (its rank is the Welcome's).
+  trace::ProcessInfo info;
+  // The local archive, should the collector be lost:
+  // <fallback_trace_dir>/<fallback_name>.r<rank>.
+  std::string fallback_trace_dir;
+  std::string fallback_name;
+  // The longest wait for the connection and Welcome, for a Write, for an
+  // ack the window waits on, and for the final ack, ns.
+  int64_t timeout_ns = 10'000'000'000;
+  // TLS: a PEM file of the certificate authority the collector's
+  // certificate must chain to; empty: plaintext.
+  std::string tls_ca_file;
+  // One line per event worth telling the program's user (the fallback).
+  std::function<void(const std::string&)> warn;
+};
+
+class StreamingSink : public trace::TraceSink {
+ public:
+  // Connects, says Hello and waits for the Welcome, all within timeout_ns.
+  // Errors: Unavailable / DeadlineExceeded (unreachable, or no answer),
+  // PermissionDenied (the token), OutOfRange / AlreadyExists /
+  // ResourceExhausted (the rank), FailedPrecondition (protocol version),
+  // InvalidArgument (a TLS file), each with the collector's message.
+  static absl::StatusOr<std::unique_ptr<StreamingSink>> Connect(
+      const StreamingOptions& options);
+  ~StreamingSink() override;
+  StreamingSink(const StreamingSink&) = delete;
+  StreamingSink& operator=(const StreamingSink&) = delete;
+
+  int32_t rank() const { return rank_; }
+  int32_t world_size() const { return world_size_; }
+
+  absl::Status AppendEvents(uint32_t thread_index,
+                            const std::string& thread_name,
+                            absl::Span<const trace::Event> events) override;
+  absl::Status StreamRecords(
+      const std::vector<trace::Region>& regions,
+      const std::vector<trace::Communicator>& communicators,
+      const std::vector<trace::MappingRecord>& mappings,
+      const std::vector<trace::SyncSession>& sessions,
+      const std::optional<trace::GroundTruth>& truth) override;
+  absl::Status Finish(const std::vector<trace::Region>& regions,
+                      const std::vector<trace::Communicator>& communicators,
+                      const std::vector<trace::MappingRecord>& mappings,
+                      const std::vector<trace::SyncSession>& sessions,
+                      const std::optional<trace::GroundTruth>& truth) override;
+  // "collector TOKEN-less address", or the local archive after a fallback.
+  const std::string& archive_dir() const override { return where_; }
+
+  // Events the collector acknowledged (stored).
+  uint64_t events_acknowledged() const {
+    return events_acked_.load(std::memory_order_relaxed);
+  }
+  // Whether the sink fell back to the local archive, and why.
+  bool fell_back() const { return fell_back_.load(std::memory_order_acquire); }
+  std::string fallback_reason() const;
+
+ private:
+  struct Retained {
+    uint64_t batch = 0;
+    uint32_t thread_index = 0;
+    std::string thread_name;
+    uint64_t events = 0;
+    std::string bytes;  // filled once its Write returned
+  };
+
+  explicit StreamingSink(const StreamingOptions& options);
+  absl::Status Start();
+  void ReaderLoop();
+  void WatchdogLoop();
+  // Runs `call` with the watchdog armed for timeout_ns.
+  bool Guarded(const std::function<bool()>& call);
+  absl::Status SendBatch(uint32_t thread_index, const std::string& thread_name,
+                         absl::Span<const trace::Event> events);
+  absl::Status FallBack(const std::string& reason);
+  void StopThreads();
+
+  const StreamingOptions options_;
+  std::string where_;
+  int32_t rank_ = -1;
+  int32_t world_size_ = 0;
+  uint64_t max_unacked_bytes_ = 0;
+
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<Collector::Stub> stub_;
+  grpc::ClientContext context_;
+  std::unique_ptr<grpc::ClientReaderWriter<ProcessMessage, CollectorMessage>>
+      stream_;
+  bool stream_finished_ = false;  // stream_->Finish() was called
+  std::thread reader_;
+  std::thread watchdog_;
+
+  std::mutex mutex_;  // the members down to stop_
+  std::condition_variable changed_;  // acks, the stream's end, stop
+  std::deque<Retained> retained_;    // sent, not acknowledged
+  uint64_t unacked_bytes_ = 0;
+  uint64_t acked_batch_ = 0;
+  bool finished_ack_ = false;
+  bool broken_ = false;          // the reader saw the stream end
+  int64_t deadline_ns_ = 0;      // of the guarded call running; 0: none
+  bool stalled_ = false;         // the watchdog cancelled a stalled call
+  bool stop_ = false;
+
+  // Writer side (calls do not overlap).
+  uint64_t next_batch_ = 0;
+  uint64_t events_sent_ = 0;
+  std::map<uint32_t, std::string> sent_regions_;  // id -> name
+  std::map<uint32_t, trace::Communicator> sent_comms_;
+  size_t sent_mappings_ = 0;
+  size_t sent_sessions_ = 0;
+  bool sent_truth_ = false;
+  bool finished_ = false;
+  std::unique_ptr<trace::TraceSink> local_;  // after a fallback
+  absl::Status local_error_;  // the fallback could not be made
+
+  std::atomic<uint64_t> events_acked_{0};
+  std::atomic<bool> fell_back_{false};
+  mutable std::mutex reason_mutex_;
+  std::string fallback_reason_;
+};
+
+}  // namespace clocksync::collector
+
+#endif  // CLOCKSYNC_COLLECTOR_STREAMING_SINK_H_

@@ -1,0 +1,239 @@
+// tracer/tracer_collector_test.cc: the tracer streaming to a collector (an
+// in-process one on loopback): buffers arrive while the program records
+// (before Finalize), the rank is the collector's, every event and record
+// is in the collector's raw archive; a collector unreachable at Init gives
+// the local archive and says so; a collector gone mid-run leaves the rest
+// to the local archive with no event lost; a bad contact string is an
+// error naming the variable.
+
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "collector/collection.h"
+#include "collector/collector_service.h"
+#include "collector/contact.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "trace/otf2_reader.h"
+#include "trace/trace.h"
+#include "tracer/clocksync_trace.h"
+#include "tracer/tracer.h"
+
+namespace clocksync {
+namespace {
+
+std::string MakeTempDir() {
+  const char* base = getenv("TEST_TMPDIR");
+  std::string dir = std::string(base != nullptr ? base : "/tmp") +
+                    "/tracer_collector_test.XXXXXX";
+  if (mkdtemp(dir.data()) == nullptr) return "";
+  return dir;
+}
+
+class TracerCollectorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = MakeTempDir();
+    ASSERT_FALSE(dir_.empty());
+    raw_dir_ = dir_ + "/raw";
+    ASSERT_EQ(mkdir(raw_dir_.c_str(), 0755), 0);
+    token_ = *collector::NewToken();
+    options_.trace_dir = dir_ + "/local";
+    options_.name = "app";
+    options_.shm_path = dir_ + "/no.shm";  // no daemon: a warning only
+    options_.read_environment = false;
+    options_.install_signal_handlers = false;
+    options_.buffer_events = 1024;  // several buffers stream during the run
+    options_.collector_timeout_ns = 1'000'000'000;
+  }
+  void TearDown() override {
+    if (Tracer::IsActive()) Tracer::Finalize().IgnoreError();
+    if (server_ != nullptr) server_->Shutdown();
+  }
+
+  void StartCollector(int32_t world_size) {
+    collector::CollectionOptions options;
+    options.token = token_;
+    options.raw_dir = raw_dir_;
+    options.world_size = world_size;
+    collection_ = std::make_unique<collector::Collection>(options);
+    service_ =
+        std::make_unique<collector::CollectorService>(collection_.get(), nullptr);
+    absl::StatusOr<std::unique_ptr<grpc::Server>> server =
+        collector::BuildCollectorServer("127.0.0.1:0", service_.get(), nullptr,
+                                        &port_);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+    options_.collector = absl::StrCat(token_, "@127.0.0.1:", port_);
+  }
+
+  // Records `pairs` Enter/Leave pairs on `threads` threads, each thread
+  // waiting for `go` between its halves.
+  static void RecordOnThreads(uint32_t region, int threads, int pairs) {
+    std::vector<std::thread> workers;
+    for (int t = 0; t < threads; ++t) {
+      workers.emplace_back([region, pairs] {
+        for (int i = 0; i < pairs; ++i) {
+          ASSERT_TRUE(Tracer::Enter(region));
+          ASSERT_TRUE(Tracer::Leave(region));
+        }
+      });
+    }
+    for (std::thread& w : workers) w.join();
+  }
+
+  std::string dir_, raw_dir_, token_;
+  int port_ = 0;
+  TracerOptions options_;
+  std::unique_ptr<collector::Collection> collection_;
+  std::unique_ptr<collector::CollectorService> service_;
+  std::unique_ptr<grpc::Server> server_;
+};
+
+TEST_F(TracerCollectorTest, StreamsWhileRecordingAndTheCollectorHasItAll) {
+  StartCollector(3);
+  options_.rank = -1;  // the collector assigns: rank 0
+  ASSERT_TRUE(Tracer::Init(options_).ok());
+  EXPECT_EQ(Tracer::Rank(), 0);
+  EXPECT_EQ(Tracer::WorldSize(), 3);
+  EXPECT_EQ(cs_trace_rank(), 0);
+  const uint32_t region = *Tracer::DefineRegion("work");
+  ASSERT_TRUE(Tracer::Send(2, 5, 100));
+  RecordOnThreads(region, 3, 20000);  // 120000 events, ~117 buffers
+  // Buffers arrive while the program runs, not at Finalize.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (Tracer::Stats().events_streamed < 100000 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const TracerStats during = Tracer::Stats();
+  EXPECT_GE(during.events_streamed, 100000u);
+  EXPECT_EQ(during.archive_dir, absl::StrCat("collector 127.0.0.1:", port_));
+  EXPECT_GE(collection_->Status()[0].events, 100000u);
+  ASSERT_TRUE(Tracer::Finalize().ok());
+  const TracerStats after = Tracer::Stats();
+  EXPECT_EQ(after.events_streamed, after.events_recorded);
+  EXPECT_EQ(after.events_recorded, 120001u);
+  EXPECT_FALSE(after.collector_fallback) << after.collector_note;
+
+  const std::vector<collector::RankStatus> status = collection_->Status();
+  ASSERT_EQ(status.size(), 1u);
+  EXPECT_EQ(status[0].state, collector::RankState::kFinished) << status[0].note;
+  absl::StatusOr<trace::ProcessTrace> back =
+      trace::ReadProcessTrace(status[0].archive_dir);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_FALSE(back->truncated) << back->truncation_note;
+  EXPECT_EQ(back->info.rank, 0);
+  EXPECT_EQ(back->info.process_name, "app");
+  uint64_t events = 0;
+  for (const trace::ThreadTrace& t : back->threads) events += t.events.size();
+  EXPECT_EQ(events, 120001u);
+  ASSERT_EQ(back->regions.size(), 1u);
+  EXPECT_EQ(back->regions[0].name, "work");
+  ASSERT_FALSE(back->communicators.empty());
+  EXPECT_EQ(back->communicators[0].ranks.size(), 3u);  // the world of 3
+  // Nothing local.
+  struct stat st;
+  EXPECT_NE(stat((options_.trace_dir + "/app.r0").c_str(), &st), 0);
+}
+
+TEST_F(TracerCollectorTest, UnreachableCollectorGivesTheLocalArchive) {
+  // A port bound but never listening: connections are refused.
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  socklen_t length = sizeof(address);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  const std::string where = absl::StrCat("127.0.0.1:", ntohs(address.sin_port));
+  options_.collector = absl::StrCat(token_, "@", where);
+  options_.collector_timeout_ns = 300'000'000;
+  options_.rank = 4;
+  ASSERT_TRUE(Tracer::Init(options_).ok());
+  const TracerStats stats = Tracer::Stats();
+  EXPECT_TRUE(stats.collector_fallback);
+  EXPECT_NE(stats.collector_note.find(where), std::string::npos)
+      << stats.collector_note;
+  EXPECT_EQ(Tracer::Rank(), 4);
+  RecordOnThreads(*Tracer::DefineRegion("work"), 1, 100);
+  ASSERT_TRUE(Tracer::Finalize().ok());
+  absl::StatusOr<trace::ProcessTrace> local =
+      trace::ReadProcessTrace(options_.trace_dir + "/app.r4");
+  ASSERT_TRUE(local.ok()) << local.status();
+  EXPECT_FALSE(local->truncated);
+  ASSERT_EQ(local->threads.size(), 1u);
+  EXPECT_EQ(local->threads[0].events.size(), 200u);
+  close(fd);
+}
+
+TEST_F(TracerCollectorTest, CollectorGoneMidRunLosesNoEvent) {
+  StartCollector(2);
+  options_.rank = 1;
+  ASSERT_TRUE(Tracer::Init(options_).ok());
+  EXPECT_EQ(Tracer::Rank(), 1);
+  const uint32_t region = *Tracer::DefineRegion("work");
+  RecordOnThreads(region, 2, 10000);
+  server_->Shutdown(std::chrono::system_clock::now());
+  server_.reset();
+  RecordOnThreads(region, 2, 10000);
+  ASSERT_TRUE(Tracer::Finalize().ok());
+  const TracerStats stats = Tracer::Stats();
+  EXPECT_TRUE(stats.collector_fallback);
+  EXPECT_EQ(stats.archive_dir, options_.trace_dir + "/app.r1");
+  EXPECT_EQ(stats.events_dropped, 0u);
+
+  // The collector's part and the local part: every event once per thread
+  // (the local one may repeat acknowledged events whose ack was lost).
+  absl::StatusOr<trace::ProcessTrace> stored =
+      trace::ReadProcessTrace(raw_dir_ + "/rank.1");
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  absl::StatusOr<trace::ProcessTrace> local =
+      trace::ReadProcessTrace(options_.trace_dir + "/app.r1");
+  ASSERT_TRUE(local.ok()) << local.status();
+  EXPECT_FALSE(local->truncated) << local->truncation_note;
+  std::map<uint32_t, std::vector<uint64_t>> stamps;
+  for (const trace::ThreadTrace& t : stored->threads) {
+    for (const trace::Event& e : t.events) stamps[t.thread_index].push_back(e.stamp);
+  }
+  for (const trace::ThreadTrace& t : local->threads) {
+    for (const trace::Event& e : t.events) {
+      std::vector<uint64_t>& s = stamps[t.thread_index];
+      if (s.empty() || e.stamp > s.back()) s.push_back(e.stamp);
+    }
+  }
+  uint64_t events = 0;
+  for (const auto& [thread, s] : stamps) events += s.size();
+  EXPECT_EQ(events, stats.events_recorded);
+  EXPECT_EQ(events, 80000u);
+}
+
+TEST_F(TracerCollectorTest, BadContactIsAConfigurationError) {
+  setenv("CLOCKSYNC_COLLECTOR", "127.0.0.1:4242", 1);
+  cs_trace_options options;
+  cs_trace_options_init(&options);
+  EXPECT_EQ(options.rank, -1);
+  const std::string trace_dir = dir_ + "/c";
+  options.trace_dir = trace_dir.c_str();
+  options.install_signal_handlers = 0;
+  EXPECT_EQ(cs_trace_init(&options), CLOCKSYNC_ECONFIG);
+  EXPECT_NE(std::string(cs_trace_last_error()).find("CLOCKSYNC_COLLECTOR"),
+            std::string::npos)
+      << cs_trace_last_error();
+  unsetenv("CLOCKSYNC_COLLECTOR");
+}
+
+}  // namespace
+}  // namespace clocksync
