@@ -19,6 +19,7 @@
 #include "hull/correction.h"
 #include "hull/postmortem.h"
 #include "trace/compare_report.h"
+#include "trace/trace.h"
 
 namespace clocksync::collector {
 
@@ -58,6 +59,27 @@ struct RunArchiveResult {
 absl::StatusOr<RunArchiveResult> WriteRunArchive(
     const std::vector<std::string>& raw_dirs, const std::string& output_dir,
     const RunArchiveOptions& options);
+// The same for traces already read.
+absl::StatusOr<RunArchiveResult> WriteRunArchive(
+    std::vector<trace::ProcessTrace> traces, const std::string& output_dir,
+    const RunArchiveOptions& options);
+
+// One rank's trace put together again after its collector was lost: what
+// the collector stored (`stored`, its raw archive) followed, thread by
+// thread, by the local archive the process fell back to (`local`), whose
+// events at or below the last stored stamp of their thread are dropped
+// (the process repeats batches whose ack it did not see). The records are
+// the local archive's (the tracer writes them whole). InvalidArgument when
+// the two are not the same process (rank, pid, origin).
+absl::StatusOr<trace::ProcessTrace> JoinFallback(trace::ProcessTrace stored,
+                                                 trace::ProcessTrace local);
+
+// The traces of a run whose collector was lost: every raw archive in
+// `raw_dir` (rank.N), each joined with the local archive of its rank among
+// `local_archives` when there is one, and local archives of ranks the
+// collector never saw. Errors name the archive.
+absl::StatusOr<std::vector<trace::ProcessTrace>> ReadRecoveredRun(
+    const std::string& raw_dir, const std::vector<std::string>& local_archives);
 
 }  // namespace clocksync::collector
 

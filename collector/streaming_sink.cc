@@ -272,7 +272,12 @@ absl::Status StreamingSink::SendBatch(uint32_t thread_index,
       events_sent_ += events.size();
       return absl::OkStatus();
     }
-    lost = "a write failed";
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      lost = stalled_ ? absl::StrCat("a write made no progress within ",
+                                     options_.timeout_ns / 1'000'000, " ms")
+                      : std::string("a write failed");
+    }
     // The batch is among the retained ones: FallBack writes it.
     return FallBack(lost);
   }

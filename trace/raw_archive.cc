@@ -48,7 +48,13 @@ uint32_t Get32(const char* p) {
   return v;
 }
 
-// Checks one record's kinds; "" when fine.
+// Whether one record's kinds are known (the per-event check).
+inline bool RecordOk(const char* p) {
+  return static_cast<uint8_t>(p[32]) <= kLastEventKind &&
+         static_cast<uint8_t>(p[33]) <= kLastCollectiveKind;
+}
+
+// What is wrong with a record RecordOk refused.
 std::string CheckRecord(const char* p) {
   const uint8_t kind = static_cast<uint8_t>(p[32]);
   const uint8_t collective = static_cast<uint8_t>(p[33]);
@@ -167,9 +173,10 @@ absl::Status DecodeEvents(absl::string_view encoded, std::vector<Event>* out) {
   }
   const size_t n = encoded.size() / kEventWireBytes;
   for (size_t i = 0; i < n; ++i) {
-    const std::string problem = CheckRecord(encoded.data() + i * kEventWireBytes);
-    if (!problem.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat("event ", i, ": ", problem));
+    const char* p = encoded.data() + i * kEventWireBytes;
+    if (!RecordOk(p)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("event ", i, ": ", CheckRecord(p)));
     }
   }
   if (out != nullptr) {
@@ -310,9 +317,9 @@ absl::Status RawArchiveWriter::AppendEncoded(uint32_t thread_index,
   const size_t n = encoded.size() / kEventWireBytes;
   for (size_t i = 0; i < n; ++i) {
     const char* p = encoded.data() + i * kEventWireBytes;
-    if (std::string problem = CheckRecord(p); !problem.empty()) {
+    if (!RecordOk(p)) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "thread ", thread_index, ": event ", i, ": ", problem));
+          "thread ", thread_index, ": event ", i, ": ", CheckRecord(p)));
     }
     const uint64_t stamp = Get64(p);
     if (has_last && stamp <= last) {

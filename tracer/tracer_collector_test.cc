@@ -56,7 +56,8 @@ class TracerCollectorTest : public ::testing::Test {
     options_.read_environment = false;
     options_.install_signal_handlers = false;
     options_.buffer_events = 1024;  // several buffers stream during the run
-    options_.collector_timeout_ns = 1'000'000'000;
+    // Generous: sanitizers slow everything down.
+    options_.collector_timeout_ns = 30'000'000'000;
   }
   void TearDown() override {
     if (Tracer::IsActive()) Tracer::Finalize().IgnoreError();

@@ -11,6 +11,10 @@
 // the ranks' raw archives (--raw_dir, kept), prints one line per rank and
 // the clock-condition table of `clocksync-trace compare`.
 //
+// After a collector was killed, --recover_raw_dir=DIR ARCHIVE... writes
+// the run's archive from the raw archives it left and the processes' local
+// fallback archives (nothing served).
+//
 // Exit status: 0 every process finished and the archive is written; 1 bad
 // usage (the message names the flag and value); 2 the collector could not
 // serve or write the archive; 3 the archive is written but not every
@@ -73,6 +77,10 @@ ABSL_FLAG(int64_t, wait_timeout_s, 0,
 ABSL_FLAG(uint64_t, max_unacked_bytes, clocksync::collector::kDefaultMaxUnackedBytes,
           "event bytes a process may send ahead of the collector's acks "
           "(back-pressure), 1 MiB..1 GiB");
+ABSL_FLAG(std::string, recover_raw_dir, "",
+          "do not serve: write --output from the raw archives a killed "
+          "collector left in this directory, each rank joined with its local "
+          "fallback archive given as an argument");
 ABSL_FLAG(std::string, tls_cert, "",
           "TLS: the collector's certificate chain (PEM); with --tls_key");
 ABSL_FLAG(std::string, tls_key, "", "TLS: the collector's private key (PEM)");
@@ -112,6 +120,90 @@ std::string GlobalTime(int64_t ns) {
                          (ns % 1'000'000'000 + 1'000'000'000) % 1'000'000'000);
 }
 
+// The archive options from the flags; false (and *exit_code) on a bad one.
+bool ArchiveOptionsFromFlags(RunArchiveOptions* options, int* exit_code) {
+  absl::StatusOr<hull::CorrectionKind> correction =
+      hull::ParseCorrectionKind(absl::GetFlag(FLAGS_correction));
+  if (!correction.ok()) {
+    *exit_code = Usage(absl::StrCat("bad flag --correction: ",
+                                    correction.status().message()));
+    return false;
+  }
+  const double slow_fraction = absl::GetFlag(FLAGS_slow_fraction);
+  if (!(slow_fraction >= 0 && slow_fraction < 1)) {
+    *exit_code = Usage(absl::StrCat("bad flag --slow_fraction: ",
+                                    slow_fraction, " is not in [0, 1)"));
+    return false;
+  }
+  if (absl::GetFlag(FLAGS_min_latency_ns) < 0) {
+    *exit_code = Usage("bad flag --min_latency_ns: must be >= 0");
+    return false;
+  }
+  options->correction = *correction;
+  options->min_latency_ns = absl::GetFlag(FLAGS_min_latency_ns);
+  options->postmortem.slow_fraction = slow_fraction;
+  return true;
+}
+
+// After a killed collector: the raw archives it left, joined with the
+// processes' local archives, written as the run's archive.
+int Recover(const std::vector<std::string>& local_archives) {
+  const std::string output = absl::GetFlag(FLAGS_output);
+  if (output.empty()) return Usage("bad flag --output: required");
+  RunArchiveOptions options;
+  int exit_code = 0;
+  if (!ArchiveOptionsFromFlags(&options, &exit_code)) return exit_code;
+  const std::string raw_dir = absl::GetFlag(FLAGS_recover_raw_dir);
+  absl::StatusOr<std::vector<trace::ProcessTrace>> traces =
+      ReadRecoveredRun(raw_dir, local_archives);
+  if (!traces.ok()) {
+    std::cerr << "clocksync-collector: " << traces.status().message() << "\n";
+    return 2;
+  }
+  if (traces->empty()) {
+    std::cerr << "clocksync-collector: no rank in " << raw_dir << "\n";
+    return 2;
+  }
+  std::vector<trace::ProcessTrace> copy = *traces;
+  absl::StatusOr<RunArchiveResult> result =
+      WriteRunArchive(std::move(copy), output, options);
+  if (!result.ok()) {
+    std::cerr << "clocksync-collector: cannot write the archive: "
+              << result.status().message() << "\n";
+    return 2;
+  }
+  if (!result->correction_note.empty()) {
+    std::cerr << "clocksync-collector: " << result->correction_note << "\n";
+  }
+  std::string summary;
+  bool complete = true;
+  for (size_t i = 0; i < traces->size(); ++i) {
+    const trace::ProcessTrace& t = (*traces)[i];
+    const RankSpan& span = result->ranks[i];
+    complete &= !t.truncated;
+    absl::StrAppend(
+        &summary,
+        absl::StrFormat("rank %d %s: %d events, host %s pid %d", span.rank,
+                        t.truncated ? "incomplete" : "recovered", span.events,
+                        t.info.hostname, t.info.pid),
+        span.has_events
+            ? absl::StrCat(", last event at ",
+                           GlobalTime(span.last_event_global_ns))
+            : std::string(),
+        t.truncated ? absl::StrCat("; ", t.truncation_note) : std::string(),
+        "\n");
+  }
+  absl::StrAppend(&summary, "archive ", output, ": ", traces->size(),
+                  " ranks, ", result->events, " events, ",
+                  hull::CorrectionKindName(result->correction_used),
+                  " correction; recovered from ", raw_dir, " and ",
+                  local_archives.size(), " local archives\n");
+  WriteFileAtomically(output + "/clocksync.collection", summary);
+  std::cout << summary << trace::FormatCompareTable(result->compare)
+            << std::flush;
+  return complete ? 0 : 3;
+}
+
 int Run() {
   const int32_t processes = absl::GetFlag(FLAGS_processes);
   if (processes < 1 || processes > 100000) {
@@ -130,20 +222,9 @@ int Run() {
     return Usage(absl::StrCat("bad flag --raw_dir: cannot create ", raw_dir,
                               ": ", std::strerror(errno)));
   }
-  absl::StatusOr<hull::CorrectionKind> correction =
-      hull::ParseCorrectionKind(absl::GetFlag(FLAGS_correction));
-  if (!correction.ok()) {
-    return Usage(absl::StrCat("bad flag --correction: ",
-                              correction.status().message()));
-  }
-  const double slow_fraction = absl::GetFlag(FLAGS_slow_fraction);
-  if (!(slow_fraction >= 0 && slow_fraction < 1)) {
-    return Usage(absl::StrCat("bad flag --slow_fraction: ", slow_fraction,
-                              " is not in [0, 1)"));
-  }
-  if (absl::GetFlag(FLAGS_min_latency_ns) < 0) {
-    return Usage("bad flag --min_latency_ns: must be >= 0");
-  }
+  RunArchiveOptions archive_options;
+  int exit_code = 0;
+  if (!ArchiveOptionsFromFlags(&archive_options, &exit_code)) return exit_code;
   if (absl::GetFlag(FLAGS_wait_timeout_s) < 0) {
     return Usage("bad flag --wait_timeout_s: must be >= 0");
   }
@@ -267,10 +348,6 @@ int Run() {
     std::cerr << "clocksync-collector: no process joined: no archive\n";
     return 3;
   }
-  RunArchiveOptions archive_options;
-  archive_options.correction = *correction;
-  archive_options.min_latency_ns = absl::GetFlag(FLAGS_min_latency_ns);
-  archive_options.postmortem.slow_fraction = slow_fraction;
   absl::StatusOr<RunArchiveResult> result =
       WriteRunArchive(raw_dirs, output, archive_options);
   if (!result.ok()) {
@@ -324,6 +401,10 @@ int main(int argc, char** argv) {
       "collects the traces of N processes streamed over gRPC into one OTF2 "
       "archive in global time (docs/COLLECTOR.md)");
   std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
+  if (!absl::GetFlag(FLAGS_recover_raw_dir).empty()) {
+    return clocksync::collector::Recover(
+        std::vector<std::string>(positional.begin() + 1, positional.end()));
+  }
   if (positional.size() > 1) {
     std::cerr << "clocksync-collector: unexpected argument '" << positional[1]
               << "' (contact strings of listening processes are not "
