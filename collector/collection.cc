@@ -111,8 +111,13 @@ bool Collection::AllDoneLocked() const {
 
 bool Collection::WaitUntilDone(absl::Duration timeout) {
   std::unique_lock<std::mutex> lock(mutex_);
-  changed_.wait_for(lock, absl::ToChronoNanoseconds(timeout),
-                    [&] { return stopped_ || AllDoneLocked(); });
+  auto done = [&] { return stopped_ || AllDoneLocked(); };
+  if (timeout == absl::InfiniteDuration()) {
+    // (wait_for with the largest duration overflows the clock: no wait.)
+    changed_.wait(lock, done);
+  } else {
+    changed_.wait_for(lock, absl::ToChronoNanoseconds(timeout), done);
+  }
   return AllDoneLocked();
 }
 

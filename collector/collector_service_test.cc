@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -459,6 +460,19 @@ TEST_F(CollectorFixture, CutStreamMarksRankLostKeepingItsEvents) {
   ASSERT_EQ(back->threads.size(), 1u);
   EXPECT_EQ(back->threads[0].events.size(), 50u);
   EXPECT_EQ(back->threads[0].events.back().stamp, 149u);
+}
+
+TEST_F(CollectorFixture, WaitsWithoutLimitUntilStopped) {
+  StartCollector(1);
+  const auto start = std::chrono::steady_clock::now();
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    collection_->Stop();  // as SIGINT does
+  });
+  EXPECT_FALSE(collection_->WaitUntilDone(absl::InfiniteDuration()));
+  EXPECT_GE(std::chrono::steady_clock::now() - start,
+            std::chrono::milliseconds(200));
+  stopper.join();
 }
 
 }  // namespace

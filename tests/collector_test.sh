@@ -98,7 +98,7 @@ CLOCKSYNC_COLLECTOR="$contact" "$ping_pong" "${pp_flags[@]}" --duration_s=12 \
 pp=$!
 pids+=("$pp")
 sleep 6
-streamed=$(cat "$work"/p1.otf2.raw/rank.*/events.*.raw 2>/dev/null | wc -c)
+streamed=$({ cat "$work"/p1.otf2.raw/rank.*/events.*.raw 2>/dev/null || true; } | wc -c)
 echo "after 6 s of 12: $streamed event bytes at the collector"
 ((streamed > 0)) || fail "nothing arrived while the program ran"
 wait "$pp" || { cat "$work/p1.pp.err"; fail "ping_pong failed"; }

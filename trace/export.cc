@@ -12,6 +12,7 @@
 #include <map>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "trace/otf2_common.h"
 #include "trace/sidecar.h"
@@ -255,6 +256,16 @@ absl::Status WriteMergedOtf2(absl::Span<const ProcessTrace> traces,
     const ProcessTimeline& process = timeline.processes[p];
     if (!process.available) continue;
     const ProcessTrace& trace = traces[p];
+    // This process's region ids -> unified ids, looked up once per id (the
+    // per-event path is a hash lookup, not a name search).
+    absl::flat_hash_map<uint32_t, uint32_t> unified;
+    auto unified_region = [&](uint32_t id) {
+      auto it = unified.find(id);
+      if (it != unified.end()) return it->second;
+      const uint32_t u = region_id(RegionName(trace, id));
+      unified.emplace(id, u);
+      return u;
+    };
     for (size_t t = 0; t < trace.threads.size(); ++t) {
       const ThreadTrace& thread = trace.threads[t];
       const uint64_t location = Otf2LocationId(trace.info.rank, thread.thread_index);
@@ -272,11 +283,11 @@ absl::Status WriteMergedOtf2(absl::Span<const ProcessTrace> traces,
         switch (e.kind) {
           case EventKind::kEnter:
             code = OTF2_EvtWriter_Enter(writer, nullptr, time,
-                                        region_id(RegionName(trace, e.region)));
+                                        unified_region(e.region));
             break;
           case EventKind::kLeave:
             code = OTF2_EvtWriter_Leave(writer, nullptr, time,
-                                        region_id(RegionName(trace, e.region)));
+                                        unified_region(e.region));
             break;
           case EventKind::kSend:
             code = OTF2_EvtWriter_MpiSend(writer, nullptr, time,
@@ -310,7 +321,9 @@ absl::Status WriteMergedOtf2(absl::Span<const ProcessTrace> traces,
         if (e.kind == EventKind::kSend || e.kind == EventKind::kRecv ||
             e.kind == EventKind::kCollectiveBegin ||
             e.kind == EventKind::kCollectiveEnd) {
-          comms.emplace(e.comm, Communicator{e.comm, absl::StrCat("comm ", e.comm), {}});
+          if (comms.find(e.comm) == comms.end()) {
+            comms.emplace(e.comm, Communicator{e.comm, absl::StrCat("comm ", e.comm), {}});
+          }
         }
       }
       if (OTF2_Archive_CloseEvtWriter(archive, writer) != OTF2_SUCCESS ||
