@@ -3,6 +3,8 @@
 
 #include "collector/collector_service.h"
 
+#include <malloc.h>
+
 #include <fstream>
 #include <sstream>
 #include <utility>
@@ -118,6 +120,11 @@ grpc::Status CollectorService::Stream(
   rank->Lost(why);
   Log(absl::StrCat("rank ", rank->rank(), " (", context->peer(), "): ", why));
   return grpc::Status(grpc::StatusCode::CANCELLED, why);
+}
+
+void TuneMallocForCollector() {
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 512 << 20);
 }
 
 absl::StatusOr<std::unique_ptr<grpc::Server>> BuildCollectorServer(

@@ -40,6 +40,14 @@ class CollectorService final : public Collector::Service {
   const std::function<void(const std::string&)> log_;
 };
 
+// Tunes this process's malloc for a collector: freed memory is kept for
+// reuse (no trimming below 512 MiB, nothing mapped below 32 MiB), so the
+// buffers of every received batch do not fault their pages in again
+// (page faults cost more than the copies on a paravirtualized VM:
+// docs/COLLECTOR.md, Figures). For the collector's own process only (the
+// tracer never changes a program's malloc).
+void TuneMallocForCollector();
+
 // Optional TLS for the server: PEM files (gRPC's own credentials).
 struct ServerTls {
   std::string cert_file;  // the collector's certificate chain

@@ -31,8 +31,8 @@ absl::Status FromGrpc(const grpc::Status& status, absl::string_view what) {
                       absl::StrCat(what, ": ", status.error_message()));
 }
 
-// The events per batch: kMaxBatchBytes of them.
-constexpr size_t kBatchEvents = kMaxBatchBytes / trace::kEventWireBytes;
+// The events per batch.
+constexpr size_t kBatchEvents = kSendBatchBytes / trace::kEventWireBytes;
 
 }  // namespace
 
@@ -122,7 +122,7 @@ absl::Status StreamingSink::Start() {
   rank_ = reply.welcome().rank();
   world_size_ = reply.welcome().world_size();
   max_unacked_bytes_ =
-      std::max<uint64_t>(reply.welcome().max_unacked_bytes(), kMaxBatchBytes);
+      std::max<uint64_t>(reply.welcome().max_unacked_bytes(), kSendBatchBytes);
   reader_ = std::thread([this] { ReaderLoop(); });
   return absl::OkStatus();
 }

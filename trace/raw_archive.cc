@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
+#include <cstddef>
 #include <cmath>
 #include <cstring>
 #include <utility>
@@ -67,6 +69,15 @@ std::string CheckRecord(const char* p) {
   }
   return "";
 }
+
+// Whether trace::Event in memory is the wire layout (a little-endian host
+// and the field offsets of raw_archive.h): then events are copied whole.
+constexpr bool kEventIsWireLayout =
+    std::endian::native == std::endian::little && sizeof(Event) == 40 &&
+    offsetof(Event, stamp) == 0 && offsetof(Event, bytes) == 8 &&
+    offsetof(Event, region) == 16 && offsetof(Event, peer) == 20 &&
+    offsetof(Event, tag) == 24 && offsetof(Event, comm) == 28 &&
+    offsetof(Event, kind) == 32 && offsetof(Event, collective) == 33;
 
 Event DecodeOne(const char* p) {
   Event e;
@@ -150,6 +161,15 @@ void EncodeEvents(absl::Span<const Event> events, std::string* out) {
   const size_t start = out->size();
   out->resize(start + events.size() * kEventWireBytes);
   char* p = out->data() + start;
+  if constexpr (kEventIsWireLayout) {
+    // The struct is the wire layout on this host: one copy, then the
+    // padding zeroed (it may hold anything in the caller's events).
+    std::memcpy(p, events.data(), events.size() * kEventWireBytes);
+    for (size_t i = 0; i < events.size(); ++i) {
+      std::memset(p + i * kEventWireBytes + 34, 0, kEventWireBytes - 34);
+    }
+    return;
+  }
   for (const Event& e : events) {
     Put64(p, e.stamp);
     Put64(p + 8, e.bytes);
@@ -180,9 +200,16 @@ absl::Status DecodeEvents(absl::string_view encoded, std::vector<Event>* out) {
     }
   }
   if (out != nullptr) {
-    out->reserve(out->size() + n);
-    for (size_t i = 0; i < n; ++i) {
-      out->push_back(DecodeOne(encoded.data() + i * kEventWireBytes));
+    if constexpr (kEventIsWireLayout) {
+      const size_t start = out->size();
+      out->resize(start + n);
+      std::memcpy(static_cast<void*>(out->data() + start), encoded.data(),
+                  encoded.size());
+    } else {
+      out->reserve(out->size() + n);
+      for (size_t i = 0; i < n; ++i) {
+        out->push_back(DecodeOne(encoded.data() + i * kEventWireBytes));
+      }
     }
   }
   return absl::OkStatus();

@@ -192,6 +192,8 @@ int main(int argc, char** argv) {
     children.push_back({pid, down[1], up[0]});
   }
 
+  // The collector's process, tuned as clocksync-collector tunes it.
+  clocksync::collector::TuneMallocForCollector();
   const std::string raw_dir = segment->dir() + "/run.otf2.raw";
   mkdir(raw_dir.c_str(), 0755);
   clocksync::collector::CollectionOptions options;

@@ -279,6 +279,7 @@ int Run() {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+  TuneMallocForCollector();
   CollectionOptions options;
   options.token = token;
   options.raw_dir = raw_dir;
