@@ -33,6 +33,8 @@ absl::Status FromGrpc(const grpc::Status& status, absl::string_view what) {
 
 // The events per batch.
 constexpr size_t kBatchEvents = kSendBatchBytes / trace::kEventWireBytes;
+// Buffers of acknowledged batches kept for reuse.
+constexpr size_t kSpareBuffers = 64;
 
 }  // namespace
 
@@ -159,6 +161,11 @@ void StreamingSink::ReaderLoop() {
     while (!retained_.empty() && retained_.front().batch <= acked_batch_) {
       unacked_bytes_ -= retained_.front().events * trace::kEventWireBytes;
       acked_events += retained_.front().events;
+      // The batch's buffer is kept for the next batches (reused memory
+      // does not fault its pages in again).
+      if (spare_.size() < kSpareBuffers && !retained_.front().bytes.empty()) {
+        spare_.push_back(std::move(retained_.front().bytes));
+      }
       retained_.pop_front();
     }
     events_acked_.fetch_add(acked_events, std::memory_order_relaxed);
@@ -234,7 +241,20 @@ absl::Status StreamingSink::SendBatch(uint32_t thread_index,
   batch->set_batch(number);
   batch->set_thread_index(thread_index);
   batch->set_thread_name(thread_name);
-  trace::EncodeEvents(events, batch->mutable_events());
+  {
+    std::string buffer;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!spare_.empty()) {
+        buffer = std::move(spare_.back());
+        spare_.pop_back();
+      }
+    }
+    // Same size as before for a full batch: no zero-filling, no new pages.
+    buffer.resize(events.size() * trace::kEventWireBytes);
+    trace::EncodeEventsTo(events, buffer.data());
+    batch->mutable_events()->swap(buffer);
+  }
   const uint64_t bytes = batch->events().size();
   std::string lost;
   {

@@ -149,6 +149,7 @@ class StreamingSink : public trace::TraceSink {
   std::mutex mutex_;  // the members down to stop_
   std::condition_variable changed_;  // acks, the stream's end, stop
   std::deque<Retained> retained_;    // sent, not acknowledged
+  std::vector<std::string> spare_;   // buffers of acknowledged batches
   uint64_t unacked_bytes_ = 0;
   uint64_t acked_batch_ = 0;
   bool finished_ack_ = false;

@@ -160,7 +160,10 @@ std::string EventFileName(uint32_t thread_index) {
 void EncodeEvents(absl::Span<const Event> events, std::string* out) {
   const size_t start = out->size();
   out->resize(start + events.size() * kEventWireBytes);
-  char* p = out->data() + start;
+  EncodeEventsTo(events, out->data() + start);
+}
+
+void EncodeEventsTo(absl::Span<const Event> events, char* p) {
   if constexpr (kEventIsWireLayout) {
     // The struct is the wire layout on this host: one copy, then the
     // padding zeroed (it may hold anything in the caller's events).

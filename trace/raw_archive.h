@@ -47,6 +47,9 @@ inline constexpr char kRawMarkerFileName[] = "clocksync.raw";
 
 // Appends `events` to *out in the layout above.
 void EncodeEvents(absl::Span<const Event> events, std::string* out);
+// Writes `events` in the layout above to `out`, which has room for
+// events.size() * kEventWireBytes bytes.
+void EncodeEventsTo(absl::Span<const Event> events, char* out);
 
 // Checks `encoded` (a whole number of records, known kinds and collective
 // kinds) and, when `out` is not null, appends the events to it.
