@@ -142,7 +142,7 @@ TEST_F(SinkTest, TraceArrivesWhole) {
   EXPECT_EQ((*sink)->rank(), 0);
   EXPECT_EQ((*sink)->world_size(), 1);
   // Two threads' buffers, interleaved; one larger than a batch (split).
-  const std::vector<trace::Event> t0 = Events(100, 110000);
+  const std::vector<trace::Event> t0 = Events(100, 6000);  // several batches of 2400
   const std::vector<trace::Event> t1 = Events(7, 1000);
   ASSERT_TRUE((*sink)->AppendEvents(0, "main", absl::MakeConstSpan(t0).first(1000)).ok());
   ASSERT_TRUE((*sink)->AppendEvents(1, "worker", t1).ok());
@@ -232,10 +232,10 @@ TEST_F(SinkTest, CollectorShutDownMidStreamFallsBackWithNothingLost) {
   absl::StatusOr<std::unique_ptr<StreamingSink>> sink =
       StreamingSink::Connect(Options(token_));
   ASSERT_TRUE(sink.ok()) << sink.status();
-  std::vector<std::vector<trace::Event>> sent = {Events(1, 110000),
-                                                 Events(1, 10000)};
+  std::vector<std::vector<trace::Event>> sent = {Events(1, 12000),
+                                                 Events(1, 2000)};
   ASSERT_TRUE((*sink)->StreamRecords(kRegions, kComms, {}, {}, std::nullopt).ok());
-  const size_t cut = 40000;
+  const size_t cut = 5000;
   ASSERT_TRUE((*sink)->AppendEvents(0, "main", absl::MakeConstSpan(sent[0]).first(cut)).ok());
   ASSERT_TRUE((*sink)->AppendEvents(1, "w", sent[1]).ok());
   // The collector goes away (its open streams cancelled).
