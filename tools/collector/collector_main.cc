@@ -88,6 +88,10 @@ ABSL_FLAG(std::string, tls_key, "", "TLS: the collector's private key (PEM)");
 namespace clocksync::collector {
 namespace {
 
+// Seconds the streams still open get to end once the collector stops
+// waiting (every rank done, a signal, --wait_timeout_s).
+constexpr int kShutdownGraceS = 5;
+
 int Usage(const std::string& message) {
   std::cerr << "clocksync-collector: " << message
             << "\n(clocksync-collector --help lists the flags)\n";
@@ -325,9 +329,11 @@ int Run() {
     std::cerr << "clocksync-collector: not every process finished; streams "
                  "still open are cut\n";
   }
-  // Streams still open are cancelled: their ranks are lost.
+  // Streams still open get kShutdownGraceS to end (processes interrupted
+  // by the same Ctrl-C complete their traces), then are cancelled: their
+  // ranks are lost.
   (*server)->Shutdown(std::chrono::system_clock::now() +
-                      std::chrono::seconds(2));
+                      std::chrono::seconds(kShutdownGraceS));
   if (!stopping.exchange(true)) kill(getpid(), SIGTERM);
   signal_thread.join();
 
