@@ -18,6 +18,7 @@ PACKAGES=(
   dpkg-dev help2man lintian cmake man-db  # deploy/package.sh and the install test
   systemd      # systemd-analyze: //deploy:unit_files_test (verify, security)
   liblttng-ust-dev lttng-tools babeltrace2  # lttng/: the clock plugin, its example and merge test
+  openssl      # certificates for //tests:collector_tls_test
 )
 
 die() { echo "setup.sh: $*" >&2; exit 1; }
