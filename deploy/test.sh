@@ -2,8 +2,10 @@
 # Installs what the build needs (deploy/setup.sh), then runs every test:
 #   0. tools/layout/check_layout.py           (the dependency rule, file sizes)
 #   1. bazel test //...                       (all unit, scenario, integration)
-#   2. the same under AddressSanitizer        (--config=asan; not the long
-#      daemon tests tagged no_asan: fault, soak, vs_chrony)
+#   2. the same under AddressSanitizer        (--config=asan; not the daemon
+#      tests tagged no_asan: fault, soak, vs_chrony, lttng_merge, and the
+#      demo and standby scenarios whose code tree_test and
+#      standby_takeover_test already run under ASan)
 #   3. concurrent code under ThreadSanitizer  (--config=tsan, tests tagged tsan)
 #   1b. the Debian packages, installed and purged (tests/package_install_test.sh)
 #   4. every libFuzzer harness for a few seconds  (deploy/fuzz.sh, clang)
@@ -12,24 +14,26 @@
 # CLOCKSYNC_SKIP_PACKAGE_TEST=1 to skip step 1b.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Each step's heading says how long the run has taken so far (CI's budget).
+step() { echo "== [$((SECONDS / 60)) min $((SECONDS % 60)) s] $*"; }
 deploy/setup.sh
 
-echo "== layout (docs/ARCHITECTURE.md, 'Layout rules')"
+step "layout (docs/ARCHITECTURE.md, 'Layout rules')"
 python3 tools/layout/check_layout.py
 
-echo "== bazel test //..."
+step "bazel test //..."
 bazel test //...
 
 # Right after the plain build: the packages reuse its outputs.
 if [[ "${CLOCKSYNC_SKIP_PACKAGE_TEST:-0}" != 1 ]]; then
-  echo "== tests/package_install_test.sh (packages: build, lintian, install, use, purge)"
+  step "tests/package_install_test.sh (packages: build, lintian, install, use, purge)"
   tests/package_install_test.sh
 fi
 
 if [[ "${CLOCKSYNC_SKIP_SANITIZERS:-0}" != 1 ]]; then
-  echo "== bazel test --config=asan //... (but the tests tagged no_asan: minutes of daemons)"
+  step "bazel test --config=asan //... (but the tests tagged no_asan: minutes of daemons)"
   bazel test --config=asan --test_tag_filters=-no_asan //...
-  echo "== bazel test --config=tsan (tests tagged tsan)"
+  step "bazel test --config=tsan (tests tagged tsan)"
   # tsan's shadow memory needs the classic address-space layout on kernels
   # with high mmap randomization.
   # (exit status 4 = no test carries the tag: nothing to run)
@@ -40,7 +44,7 @@ if [[ "${CLOCKSYNC_SKIP_SANITIZERS:-0}" != 1 ]]; then
   if [[ $status -ne 0 && $status -ne 4 ]]; then exit "$status"; fi
 fi
 if [[ "${CLOCKSYNC_SKIP_SANITIZERS:-0}" != 1 && "${CLOCKSYNC_SKIP_FUZZ:-0}" != 1 ]]; then
-  echo "== deploy/fuzz.sh --seconds=3 (the long run: deploy/fuzz.sh --seconds=600)"
+  step "deploy/fuzz.sh --seconds=3 (the long run: deploy/fuzz.sh --seconds=600)"
   deploy/fuzz.sh --seconds=3
 fi
-echo "== all tests passed"
+step "all tests passed"

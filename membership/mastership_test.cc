@@ -387,12 +387,19 @@ TEST(MastershipSimTest, PartitionedCandidatesOneMasterPerSideThenOne) {
 // master_resolution_ns(); every 25 rounds and at the end one master, one
 // tree, every node listing the live candidates.
 TEST(MastershipSimTest, RandomizedMasterLossAndPartitions) {
-  std::vector<uint64_t> seeds = {1, 2, 3, 4, 5, 6, 7, 8};
+  // Four seeds (1,200 rounds, about 80 s) in the suite; MASTERSHIP_SEEDS=8
+  // is the long form quoted in docs/MEMBERSHIP.md (seeds 1..8), and
+  // MASTERSHIP_SEED=<n> reruns one seed.
+  uint64_t seed_count = 4;
 #if defined(__SANITIZE_ADDRESS__)
-  // Under ASan (about ten times slower) two seeds look for memory errors;
-  // the plain build runs all eight for the invariants.
-  seeds.resize(2);
+  // Under ASan (about ten times slower) one seed looks for memory errors.
+  seed_count = 1;
 #endif
+  if (const char* env = std::getenv("MASTERSHIP_SEEDS")) {
+    seed_count = std::strtoull(env, nullptr, 10);
+  }
+  std::vector<uint64_t> seeds;
+  for (uint64_t s = 1; s <= seed_count; ++s) seeds.push_back(s);
   if (const char* env = std::getenv("MASTERSHIP_SEED")) {
     seeds = {std::strtoull(env, nullptr, 10)};
   }
