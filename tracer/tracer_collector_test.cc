@@ -56,8 +56,10 @@ class TracerCollectorTest : public ::testing::Test {
     options_.read_environment = false;
     options_.install_signal_handlers = false;
     options_.buffer_events = 1024;  // several buffers stream during the run
-    // Generous: sanitizers slow everything down.
-    options_.collector_timeout_ns = 30'000'000'000;
+    // Generous: sanitizers slow everything down (under ThreadSanitizer with
+    // Debian's uninstrumented gRPC on a loaded CI machine a batch has taken
+    // ~150 ms).
+    options_.collector_timeout_ns = 120'000'000'000;
   }
   void TearDown() override {
     if (Tracer::IsActive()) Tracer::Finalize().IgnoreError();
@@ -112,21 +114,21 @@ TEST_F(TracerCollectorTest, StreamsWhileRecordingAndTheCollectorHasItAll) {
   EXPECT_EQ(cs_trace_rank(), 0);
   const uint32_t region = *Tracer::DefineRegion("work");
   ASSERT_TRUE(Tracer::Send(2, 5, 100));
-  RecordOnThreads(region, 3, 20000);  // 120000 events, ~117 buffers
+  RecordOnThreads(region, 3, 5000);  // 30000 events, ~30 buffers
   // Buffers arrive while the program runs, not at Finalize.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (Tracer::Stats().events_streamed < 100000 &&
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (Tracer::Stats().events_streamed < 20000 &&
          std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   const TracerStats during = Tracer::Stats();
-  EXPECT_GE(during.events_streamed, 100000u);
+  EXPECT_GE(during.events_streamed, 20000u);
   EXPECT_EQ(during.archive_dir, absl::StrCat("collector 127.0.0.1:", port_));
-  EXPECT_GE(collection_->Status()[0].events, 100000u);
+  EXPECT_GE(collection_->Status()[0].events, 20000u);
   ASSERT_TRUE(Tracer::Finalize().ok());
   const TracerStats after = Tracer::Stats();
   EXPECT_EQ(after.events_streamed, after.events_recorded);
-  EXPECT_EQ(after.events_recorded, 120001u);
+  EXPECT_EQ(after.events_recorded, 30001u);
   EXPECT_FALSE(after.collector_fallback) << after.collector_note;
 
   const std::vector<collector::RankStatus> status = collection_->Status();
@@ -140,7 +142,7 @@ TEST_F(TracerCollectorTest, StreamsWhileRecordingAndTheCollectorHasItAll) {
   EXPECT_EQ(back->info.process_name, "app");
   uint64_t events = 0;
   for (const trace::ThreadTrace& t : back->threads) events += t.events.size();
-  EXPECT_EQ(events, 120001u);
+  EXPECT_EQ(events, 30001u);
   ASSERT_EQ(back->regions.size(), 1u);
   EXPECT_EQ(back->regions[0].name, "work");
   ASSERT_FALSE(back->communicators.empty());
