@@ -1,7 +1,8 @@
 #!/bin/bash
 # End-to-end test of clocksync-trace on the synthetic two-process trace
 # (trace/synthetic_trace.h): compare's known answers, a Chrome JSON export
-# that parses with every flow start finished under the same id, a merged
+# that parses with every flow start finished under the same id, a Perfetto
+# export smaller than it, a merged
 # OTF2 archive otf2-print reads, merge's order, profile, exit codes.
 set -euo pipefail
 
@@ -79,6 +80,22 @@ for e in events:
 assert all(v == 0 for v in depth.values()), depth
 print("chrome ok:", len(events), "events")
 PY
+
+# --- export perfetto: a Trace of packets, several times smaller than JSON -----
+"$TOOL" export --format=perfetto --correction=spline --out="$WORK/trace.pftrace" \
+    "$rank0" "$rank1"
+python3 - "$WORK/trace.pftrace" "$WORK/trace.json" <<'PY'
+import os, sys
+data = open(sys.argv[1], "rb").read()
+assert data[:1] == b"\x0a", data[:4]  # Trace.packet, length-delimited
+ratio = os.path.getsize(sys.argv[2]) / len(data)
+assert ratio > 3, ratio
+print("perfetto ok: %d bytes, JSON/perfetto %.1f" % (len(data), ratio))
+PY
+set +e
+"$TOOL" export --format=protobuf --out="$WORK/x" "$rank0" > /dev/null 2> "$WORK/err"; code=$?
+set -e
+[[ $code == 1 ]] && grep -q -- "--format: 'protobuf'" "$WORK/err" || fail "bad format: exit $code"
 
 # --- export otf2: otf2-print reads it ------------------------------------------
 "$TOOL" export --format=otf2 --correction=linear --out="$WORK/merged" \
