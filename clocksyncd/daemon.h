@@ -42,7 +42,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "clocksyncd/mapping_slewer.h"
+#include "shm/mapping_slewer.h"
 #include "clocksyncd/service_notifier.h"
 #include "client/clock.h"
 #include "clocksyncd/membership_agent.h"

@@ -18,22 +18,6 @@
 #include "spdlog/spdlog.h"
 
 namespace clocksync {
-namespace {
-
-clocksync_state ToShmState(hull::SyncState s) {
-  switch (s) {
-    case hull::SyncState::kUnsynced:
-      return CLOCKSYNC_STATE_UNSYNCED;
-    case hull::SyncState::kSynced:
-      return CLOCKSYNC_STATE_SYNCED;
-    case hull::SyncState::kRecovering:
-      return CLOCKSYNC_STATE_RECOVERING;
-  }
-  return CLOCKSYNC_STATE_UNSYNCED;
-}
-
-}  // namespace
-
 const char* MappingStateName(clocksync_state s) {
   switch (s) {
     case CLOCKSYNC_STATE_SYNCED:
@@ -241,36 +225,10 @@ void Daemon::NodePass(std::mt19937_64& rng, int64_t& next_probe) {
 }
 
 void Daemon::PublishNode(int64_t raw_ns, bool as_master) {
-  SlewTarget t;
-  t.raw_ns = raw_ns;
-  t.depth = as_master ? 0 : depth_;
-  const hull::TimeEstimate now = estimator_->Estimate(LocalAt(raw_ns));
-  if (now.state == hull::SyncState::kUnsynced) {
-    t.state = CLOCKSYNC_STATE_UNSYNCED;
-  } else {
-    // Rate and bound growth of the estimate as seen from the raw clock,
-    // from its values 1 s and 10 s ahead (the bound's growth is convex:
-    // the secant over 10 s is an upper envelope up to then).
-    const hull::TimeEstimate in_1s =
-        estimator_->Estimate(LocalAt(raw_ns + 1'000'000'000));
-    const hull::TimeEstimate in_10s =
-        estimator_->Estimate(LocalAt(raw_ns + 10'000'000'000));
-    auto half = [](const hull::TimeEstimate& e) {
-      return std::max(e.latest_ns - e.global_ns, e.global_ns - e.earliest_ns);
-    };
-    t.global_ns = now.global_ns;
-    t.rate_adj = static_cast<double>(in_1s.global_ns - now.global_ns) / 1e9 - 1;
-    // The parent's bound is already in the estimate (each sample was
-    // widened by it), so bounds add up down the tree. A master by takeover
-    // keeps extrapolating: its bound, against the timescale it continues,
-    // grows as the estimator's holdover allowance does.
-    t.earliest_ns = now.earliest_ns;
-    t.latest_ns = now.latest_ns;
-    t.bound_growth_ppb =
-        std::max<double>(0, static_cast<double>(half(in_10s) - half(now)) / 10.0) +
-        std::fabs(static_cast<double>(in_10s.global_ns - now.global_ns) / 1e10 -
-                  1 - t.rate_adj) * 1e9;
-    t.state = ToShmState(now.state);
+  SlewTarget t = NodeSlewTarget(
+      *estimator_, raw_ns, LocalAt(raw_ns), LocalAt(raw_ns + 1'000'000'000),
+      LocalAt(raw_ns + 10'000'000'000), as_master ? 0 : depth_);
+  if (t.state != CLOCKSYNC_STATE_UNSYNCED) {
     // A master answers to nobody: no holdover, whatever its last sample.
     if (!as_master && (raw_ns - last_reply_raw_ns_ > config_.holdover_after_ns ||
                        parent_state_ == CLOCKSYNC_STATE_HOLDOVER)) {
@@ -280,7 +238,7 @@ void Daemon::PublishNode(int64_t raw_ns, bool as_master) {
     t.jump_detected = inconsistencies != inconsistencies_seen_;
     inconsistencies_seen_ = inconsistencies;
   }
-  if (agent_) agent_->SetSynchronized(now.state != hull::SyncState::kUnsynced);
+  if (agent_) agent_->SetSynchronized(t.state != CLOCKSYNC_STATE_UNSYNCED);
   const Mapping m = slewer_.Update(t);
   const absl::Status status = publisher_->Publish(m);
   if (!status.ok()) spdlog::error("publish failed: {}", status.ToString());

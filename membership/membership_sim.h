@@ -1,4 +1,4 @@
-// membership/membership_sim.h (testonly): many Membership objects in one
+// membership/membership_sim.h: many Membership objects in one
 // process, joined by a simulated network, and the invariants of the tree.
 //
 // The simulator plays the daemons' part around membership.h: it sends join

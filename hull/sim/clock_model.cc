@@ -2,6 +2,7 @@
 
 #include "hull/sim/clock_model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <numbers>
@@ -100,8 +101,18 @@ ModeledClock::ModeledClock(const ClockModelParams& params)
   phase_ns_.push_back(0.0);
 }
 
+void ModeledClock::ForgetBefore(int64_t true_ns) {
+  const int64_t second = true_ns / 1'000'000'000;
+  if (second <= first_second_) return;
+  ExtendWalk(second);
+  const size_t drop = static_cast<size_t>(second - first_second_);
+  walk_ppb_.erase(walk_ppb_.begin(), walk_ppb_.begin() + drop);
+  phase_ns_.erase(phase_ns_.begin(), phase_ns_.begin() + drop);
+  first_second_ = second;
+}
+
 void ModeledClock::ExtendWalk(int64_t seconds) {
-  while (static_cast<int64_t>(walk_ppb_.size()) <= seconds) {
+  while (first_second_ + static_cast<int64_t>(walk_ppb_.size()) <= seconds) {
     // Second k's frequency is second k-1's plus a random step; its phase
     // adds 1 s of the previous second's frequency (1 ppb over 1 s = 1 ns).
     phase_ns_.push_back(phase_ns_.back() + walk_ppb_.back());
@@ -113,9 +124,10 @@ void ModeledClock::ExtendWalk(int64_t seconds) {
 double ModeledClock::FrequencyPpbAt(int64_t true_ns) {
   double ppb = params_.frequency_ppm * 1e3;
   if (params_.wander_ppb_per_sqrt_s > 0) {
-    const int64_t second = true_ns / 1'000'000'000;
+    const int64_t second =
+        std::max(first_second_, true_ns / 1'000'000'000);
     ExtendWalk(second);
-    ppb += walk_ppb_[second];
+    ppb += walk_ppb_[second - first_second_];
   }
   if (params_.sine_period_s > 0) {
     ppb += params_.sine_amplitude_ppb *
@@ -131,10 +143,12 @@ int64_t ModeledClock::LocalAt(int64_t true_ns) {
   double extra_ns = static_cast<double>(params_.offset_ns) +
                     params_.frequency_ppm * 1e3 * t_s;
   if (params_.wander_ppb_per_sqrt_s > 0) {
-    const int64_t second = true_ns / 1'000'000'000;
+    const int64_t second =
+        std::max(first_second_, true_ns / 1'000'000'000);
     ExtendWalk(second);
-    extra_ns += phase_ns_[second] +
-                walk_ppb_[second] * (t_s - static_cast<double>(second));
+    const size_t k = static_cast<size_t>(second - first_second_);
+    extra_ns += phase_ns_[k] +
+                walk_ppb_[k] * (t_s - static_cast<double>(second));
   }
   if (params_.sine_period_s > 0) {
     // ∫0^t A sin(2πs/P) ds = A P / (2π) (1 − cos(2πt/P)), ppb·s = ns.

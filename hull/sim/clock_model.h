@@ -57,6 +57,12 @@ class ModeledClock {
   int64_t LocalAt(int64_t true_ns);
   // The frequency error (local rate − 1) at `true_ns`, in ppb.
   double FrequencyPpbAt(int64_t true_ns);
+  // Drops the random walk before true time `true_ns` (whole seconds), so a
+  // long run keeps bounded memory; later queries before it are clamped to
+  // its first kept second. The walk drawn stays the same.
+  void ForgetBefore(int64_t true_ns);
+  // Seconds of random walk held (for memory accounting).
+  size_t walk_seconds_held() const { return walk_ppb_.size(); }
 
   const ClockModelParams& params() const { return params_; }
 
@@ -66,8 +72,9 @@ class ModeledClock {
   ClockModelParams params_;
   std::mt19937_64 rng_;
   std::normal_distribution<double> normal_{0.0, 1.0};
-  // walk_ppb_[k]: random-walk frequency during second k; phase_ns_[k]: its
-  // integral over seconds [0, k).
+  // walk_ppb_[k - first_second_]: random-walk frequency during second k;
+  // phase_ns_[k - first_second_]: its integral over seconds [0, k).
+  int64_t first_second_ = 0;
   std::vector<double> walk_ppb_;
   std::vector<double> phase_ns_;
 };

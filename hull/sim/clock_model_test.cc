@@ -99,6 +99,24 @@ TEST(ClockModelTest, ParsesSpecAndNamesBadKeys) {
   EXPECT_EQ(ParseClockModel("offset", &p), "'offset': expected key=value");
 }
 
+// Forgetting the past keeps the same walk ahead and bounded memory.
+TEST(ClockModelTest, ForgetBeforeKeepsTheWalk) {
+  ClockModelParams p;
+  p.wander_ppb_per_sqrt_s = 5;
+  p.frequency_ppm = 3;
+  p.seed = 11;
+  ModeledClock whole(p);
+  ModeledClock trimmed(p);
+  for (int64_t s = 0; s < 3'000; s += 7) {
+    const int64_t t = s * kSecond + 123'456;
+    EXPECT_EQ(trimmed.LocalAt(t), whole.LocalAt(t)) << s;
+    EXPECT_DOUBLE_EQ(trimmed.FrequencyPpbAt(t), whole.FrequencyPpbAt(t));
+    trimmed.ForgetBefore(t - 10 * kSecond);
+    EXPECT_LE(trimmed.walk_seconds_held(), 20u);
+  }
+  EXPECT_GT(whole.walk_seconds_held(), 2'900u);
+}
+
 TEST(ProbeSimulatorTest, SamplesAreCausalAndCarryTruth) {
   SimulationParams p;
   p.clock.frequency_ppm = 50;

@@ -1,4 +1,4 @@
-// clocksyncd/mapping_slewer.h
+// shm/mapping_slewer.h
 //
 // MappingSlewer: turns the estimator's successive answers into the mapping
 // the daemon publishes, so that global time read from shared memory stays
@@ -15,13 +15,18 @@
 // and grows by the target's growth plus |correction|, so it stays valid while
 // the correction runs on between updates.
 //
+// NodeSlewTarget builds a node's target from its estimator (as the daemon's
+// sync loop and the cluster simulator, tools/simulate_cluster, both do);
+// ToShmState maps the estimator's state to the segment's.
+//
 // Pure logic (no clock read); one owner (the sync loop).
 
-#ifndef CLOCKSYNC_CLOCKSYNCD_MAPPING_SLEWER_H_
-#define CLOCKSYNC_CLOCKSYNCD_MAPPING_SLEWER_H_
+#ifndef CLOCKSYNC_SHM_MAPPING_SLEWER_H_
+#define CLOCKSYNC_SHM_MAPPING_SLEWER_H_
 
 #include <cstdint>
 
+#include "hull/estimator.h"
 #include "shm/shm_publisher.h"
 
 namespace clocksync {
@@ -51,6 +56,21 @@ struct SlewTarget {
   uint32_t depth = 0;
 };
 
+// The segment's state for an estimator state.
+clocksync_state ToShmState(hull::SyncState state);
+
+// A node's slew target at raw instant `raw_ns` from its estimator, given the
+// local clock's readings at raw_ns, raw_ns + 1 s and raw_ns + 10 s (the
+// same for a node whose local clock is its raw clock). Rate and bound
+// growth come from the estimates 1 s and 10 s ahead (the bound's growth is
+// convex: the secant over 10 s is an upper envelope up to then). The
+// parent's bound is already in the estimate (each sample was widened by
+// it), so bounds add up down the tree. Unsynced: only raw_ns, depth and the
+// state are set. Holdover and jump detection are the caller's.
+SlewTarget NodeSlewTarget(const hull::Estimator& estimator, int64_t raw_ns,
+                          int64_t local_now, int64_t local_in_1s,
+                          int64_t local_in_10s, uint32_t depth);
+
 class MappingSlewer {
  public:
   explicit MappingSlewer(const SlewConfig& config = {}) : config_(config) {}
@@ -78,4 +98,4 @@ class MappingSlewer {
 
 }  // namespace clocksync
 
-#endif  // CLOCKSYNC_CLOCKSYNCD_MAPPING_SLEWER_H_
+#endif  // CLOCKSYNC_SHM_MAPPING_SLEWER_H_

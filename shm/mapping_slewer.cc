@@ -1,6 +1,7 @@
-// clocksyncd/mapping_slewer.cc: MappingSlewer: see mapping_slewer.h.
+// shm/mapping_slewer.cc: MappingSlewer and NodeSlewTarget: see
+// mapping_slewer.h.
 
-#include "clocksyncd/mapping_slewer.h"
+#include "shm/mapping_slewer.h"
 
 #include <algorithm>
 #include <cmath>
@@ -14,6 +15,46 @@ const char* ValidateSlewConfig(const SlewConfig& c) {
   if (c.slew_time_ns <= 0) return "slew_time: must be positive";
   if (c.step_threshold_ns < 0) return "step_threshold: must be >= 0";
   return "";
+}
+
+clocksync_state ToShmState(hull::SyncState s) {
+  switch (s) {
+    case hull::SyncState::kUnsynced:
+      return CLOCKSYNC_STATE_UNSYNCED;
+    case hull::SyncState::kSynced:
+      return CLOCKSYNC_STATE_SYNCED;
+    case hull::SyncState::kRecovering:
+      return CLOCKSYNC_STATE_RECOVERING;
+  }
+  return CLOCKSYNC_STATE_UNSYNCED;
+}
+
+SlewTarget NodeSlewTarget(const hull::Estimator& estimator, int64_t raw_ns,
+                          int64_t local_now, int64_t local_in_1s,
+                          int64_t local_in_10s, uint32_t depth) {
+  SlewTarget t;
+  t.raw_ns = raw_ns;
+  t.depth = depth;
+  const hull::TimeEstimate now = estimator.Estimate(local_now);
+  if (now.state == hull::SyncState::kUnsynced) {
+    t.state = CLOCKSYNC_STATE_UNSYNCED;
+    return t;
+  }
+  const hull::TimeEstimate in_1s = estimator.Estimate(local_in_1s);
+  const hull::TimeEstimate in_10s = estimator.Estimate(local_in_10s);
+  auto half = [](const hull::TimeEstimate& e) {
+    return std::max(e.latest_ns - e.global_ns, e.global_ns - e.earliest_ns);
+  };
+  t.global_ns = now.global_ns;
+  t.rate_adj = static_cast<double>(in_1s.global_ns - now.global_ns) / 1e9 - 1;
+  t.earliest_ns = now.earliest_ns;
+  t.latest_ns = now.latest_ns;
+  t.bound_growth_ppb =
+      std::max<double>(0, static_cast<double>(half(in_10s) - half(now)) / 10.0) +
+      std::fabs(static_cast<double>(in_10s.global_ns - now.global_ns) / 1e10 -
+                1 - t.rate_adj) * 1e9;
+  t.state = ToShmState(now.state);
+  return t;
 }
 
 int64_t MappingSlewer::PublishedAt(int64_t raw_ns) const {

@@ -1,13 +1,14 @@
-// MappingSlewer: continuity and monotonicity under random corrections,
+// shm/mapping_slewer_test.cc: MappingSlewer: continuity and monotonicity under random corrections,
 // convergence, the step rules, and that the published bound contains the
-// target's bound between updates.
+// target's bound between updates; NodeSlewTarget from a real estimator.
 
-#include "clocksyncd/mapping_slewer.h"
+#include "shm/mapping_slewer.h"
 
 #include <cmath>
 #include <random>
 
 #include "gtest/gtest.h"
+#include "hull/estimator.h"
 
 namespace clocksync {
 namespace {
@@ -161,6 +162,43 @@ TEST(MappingSlewerTest, NewConfigAppliesFromTheNextUpdate) {
   EXPECT_NEAR(m.rate_adj, 50e-6, 1e-12);
   EXPECT_NEAR(static_cast<double>(Eval(m, raw) - before), 0, 1);
   EXPECT_GE(m.bound_at_anchor_ns, target + 1'000 - m.anchor_global_ns);
+}
+
+// A node whose local clock runs 20 ppm fast with offset −3 ms against its
+// parent, probed with symmetric 50 µs delays: the target is the truth
+// within the delay, its rate the clock's (global runs slower), its bound
+// contains the truth and grows.
+TEST(NodeSlewTargetTest, LinearClockFromTheEstimator) {
+  hull::AdaptiveConfig config;
+  config.levels = 1;
+  config.base.wander_ppb_per_sqrt_s = 0;
+  std::unique_ptr<hull::Estimator> estimator = hull::MakeEstimator(config);
+  auto local_of = [](int64_t truth) {
+    return truth - 3 * kMs + truth / 50'000;  // 20 ppm fast.
+  };
+  EXPECT_EQ(NodeSlewTarget(*estimator, 5, 5, 6, 7, 2).state,
+            CLOCKSYNC_STATE_UNSYNCED);
+  for (int64_t s = 1; s <= 60; ++s) {
+    const int64_t t = s * 1'000 * kMs;
+    hull::ProbeSample sample;
+    sample.t1_ns = local_of(t);
+    sample.t2_ns = sample.t3_ns = t + 50'000;
+    sample.t4_ns = local_of(t + 100'000);
+    ASSERT_TRUE(hull::IsAccepted(estimator->Add(sample)));
+  }
+  const int64_t truth = 60'500 * kMs;
+  const int64_t local = local_of(truth);
+  const SlewTarget target = NodeSlewTarget(
+      *estimator, local, local, local + 1'000 * kMs, local + 10'000 * kMs, 2);
+  EXPECT_EQ(target.state, CLOCKSYNC_STATE_SYNCED);
+  EXPECT_EQ(target.depth, 2u);
+  EXPECT_LE(std::llabs(target.global_ns - truth), 50'000);
+  EXPECT_LE(target.earliest_ns, truth);
+  EXPECT_GE(target.latest_ns, truth);
+  EXPECT_NEAR(target.rate_adj, 1.0 / 1.00002 - 1, 1e-8);
+  EXPECT_GE(target.bound_growth_ppb, 0);
+  EXPECT_EQ(ToShmState(hull::SyncState::kRecovering),
+            CLOCKSYNC_STATE_RECOVERING);
 }
 
 }  // namespace
