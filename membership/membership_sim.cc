@@ -168,6 +168,11 @@ std::vector<std::string> MembershipSim::LiveIds() const {
 
 size_t MembershipSim::live_count() const { return LiveIds().size(); }
 
+std::pair<int, int> MembershipSim::LocationOf(const std::string& id) const {
+  const Node& n = nodes_.at(id);
+  return {n.pod, n.rack};
+}
+
 int64_t MembershipSim::Rtt(const std::string& a, const std::string& b) const {
   if (a == b) return 0;
   const Node& x = nodes_.at(a);

@@ -51,6 +51,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "membership/membership.h"
@@ -208,6 +209,8 @@ class MembershipSim {
   double MeanParentRttNs() const;
   // Model round trip between two nodes, ns.
   int64_t Rtt(const std::string& a, const std::string& b) const;
+  // The node's place in the model cluster: its pod and its rack in the pod.
+  std::pair<int, int> LocationOf(const std::string& id) const;
   // Live ids of a node's real children (live nodes whose parent it is).
   std::vector<std::string> RealChildren(const std::string& id) const;
   // One line on a node's view, for failure messages.

@@ -1,0 +1,141 @@
+// tools/simulate_cluster/cluster_sim_test.cc: the cluster simulator on
+// small cases with known answers: a linear clock at depth 1 over a
+// jitter-free network is off by exactly its link's delay asymmetry; runs
+// are the same for a seed and any thread count; the tree keeps its depth
+// limit and bounds cover the truth; a rack failure's orphans rejoin; bad
+// options are named.
+
+#include <cmath>
+#include <cstdlib>
+
+#include "gtest/gtest.h"
+#include "tools/simulate_cluster/cluster_sim.h"
+#include "tools/simulate_cluster/network_model.h"
+
+namespace clocksync::sim {
+namespace {
+
+ClusterSimOptions Small(int nodes, int fanout, double duration_s) {
+  ClusterSimOptions o;
+  o.nodes = nodes;
+  o.fanout = fanout;
+  o.duration_s = duration_s;
+  o.warmup_s = duration_s / 2;
+  o.threads = 1;
+  return o;
+}
+
+ClusterSimOptions Linear(ClusterSimOptions o) {
+  o.wander_ppb = 0;
+  o.sine_ppb = 0;
+  o.steps_per_node_hour = 0;
+  o.network.jitter_mean_ns = 0;
+  o.network.congestion_probability = 0;
+  o.network.tail_probability = 0;
+  o.network.loss = 0;
+  return o;
+}
+
+// One child of the master, a linear clock (offset, frequency), constant
+// delays: every exchange has the same round trip, and the offset the
+// child can infer is off by the asymmetry (forward − return) / 2 exactly.
+TEST(ClusterSimTest, LinearClockAtDepthOneIsExactWithinTheAsymmetry) {
+  for (int64_t asymmetry : {0, 400}) {
+    ClusterSimOptions o = Linear(Small(1, 4, 200));
+    o.network.asymmetry_max_ns = asymmetry;
+    o.freq_max_ppm = 80;
+    const NetworkModel net(o.network, 1, o.racks_per_pod);
+    const int64_t expected = std::llabs(net.AsymmetryNs(1));
+    ClusterSim sim(o);
+    ASSERT_EQ(sim.Run(), "");
+    const ClusterSimReport& r = sim.report();
+    ASSERT_EQ(r.depths.size(), 1u);
+    EXPECT_EQ(r.depths[0].depth, 1);
+    EXPECT_GT(r.depths[0].samples, 90u);
+    EXPECT_EQ(r.lost, 0u);
+    // Within 3 ns of the asymmetry (rounding of the mapping and the slew
+    // of the last correction), and never outside the bound.
+    EXPECT_NEAR(r.depths[0].rms_ns, static_cast<double>(expected), 3) << asymmetry;
+    EXPECT_LE(r.depths[0].max_ns, static_cast<double>(expected) + 3) << asymmetry;
+    EXPECT_EQ(r.depths[0].coverage, 1.0);
+    if (asymmetry > 0) {
+      EXPECT_GT(expected, 0);
+    }
+  }
+}
+
+void ExpectSameStats(const ClusterSimReport& a, const ClusterSimReport& b) {
+  ASSERT_EQ(a.depths.size(), b.depths.size());
+  for (size_t d = 0; d < a.depths.size(); ++d) {
+    EXPECT_EQ(a.depths[d].samples, b.depths[d].samples);
+    EXPECT_EQ(a.depths[d].rms_ns, b.depths[d].rms_ns);
+    EXPECT_EQ(a.depths[d].max_ns, b.depths[d].max_ns);
+    EXPECT_EQ(a.depths[d].median_half_width_ns, b.depths[d].median_half_width_ns);
+  }
+  EXPECT_EQ(a.exchanges, b.exchanges);
+  EXPECT_EQ(a.lost, b.lost);
+  EXPECT_EQ(a.max_depth, b.max_depth);
+}
+
+TEST(ClusterSimTest, DeterministicBySeedForAnyThreadCount) {
+  ClusterSimOptions o = Small(300, 4, 60);
+  ClusterSim a(o);
+  ASSERT_EQ(a.Run(), "");
+  o.threads = 2;
+  ClusterSim b(o);
+  ASSERT_EQ(b.Run(), "");
+  ExpectSameStats(a.report(), b.report());
+  o.seed = 2;
+  ClusterSim c(o);
+  ASSERT_EQ(c.Run(), "");
+  EXPECT_NE(a.report().overall.rms_ns, c.report().overall.rms_ns);
+}
+
+// 400 nodes at fan-out 4: depth within ceil(log_4 401) + 1 = 6, the bound
+// covers the truth, and errors grow with depth.
+TEST(ClusterSimTest, TreeDepthBoundsAndErrorGrowth) {
+  ClusterSim sim(Small(400, 4, 240));
+  ASSERT_EQ(sim.Run(), "");
+  const ClusterSimReport& r = sim.report();
+  EXPECT_EQ(r.depth_limit, 6);
+  EXPECT_LE(r.max_depth, r.depth_limit);
+  EXPECT_GE(r.max_depth, 4);
+  EXPECT_LE(r.max_fanout, 4);
+  EXPECT_EQ(r.master_children, 4);
+  EXPECT_GE(r.overall.coverage, 0.999);
+  ASSERT_GE(r.depths.size(), 3u);
+  EXPECT_GT(r.depths.back().rms_ns, r.depths.front().rms_ns);
+  EXPECT_GT(r.depths.back().median_half_width_ns, r.depths.front().median_half_width_ns);
+  EXPECT_GT(r.invariant_checks, 0u);
+  EXPECT_GT(r.formation_s, 0);
+  EXPECT_NEAR(r.master_probes_per_s, 4, 1e-9);
+}
+
+TEST(ClusterSimTest, RackFailureOrphansRejoin) {
+  ClusterSimOptions o = Small(300, 4, 120);
+  o.nodes_per_rack = 20;
+  o.rack_failure_at_s = 60;
+  ClusterSim sim(o);
+  ASSERT_EQ(sim.Run(), "");
+  const ClusterSimReport& r = sim.report();
+  ASSERT_EQ(r.events.size(), 1u);
+  const ChurnEvent& e = r.events[0];
+  EXPECT_EQ(e.kind, "rack");
+  EXPECT_GT(e.killed, 5);
+  EXPECT_EQ(e.not_rejoined, 0);
+  EXPECT_EQ(static_cast<int64_t>(e.rejoin_times_s.size()), e.affected);
+  EXPECT_LT(e.rejoin_max_s, 10);
+}
+
+TEST(ClusterSimTest, BadOptionsAreNamed) {
+  ClusterSimOptions o;
+  o.fanout = 1;
+  EXPECT_EQ(ValidateOptions(o), "fanout: must be in [2, 1024] (1)");
+  o = ClusterSimOptions();
+  o.network.loss = 1.5;
+  EXPECT_EQ(ValidateOptions(o), "loss: must be in [0, 1) (1.500000)");
+  EXPECT_EQ(ValidateOptions(ClusterSimOptions()), "");
+}
+
+}  // namespace
+}  // namespace clocksync::sim
