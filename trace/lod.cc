@@ -3,13 +3,12 @@
 #include "trace/lod.h"
 
 #include <algorithm>
-#include <map>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "trace/export.h"
+#include "trace/lod_walk.h"
 
 namespace clocksync::trace {
 namespace {
@@ -163,83 +162,38 @@ absl::StatusOr<Lod> BuildLod(absl::Span<const ProcessTrace> traces,
   finest.bin_ns = static_cast<int64_t>((span_ns + options.bins - 1) / options.bins);
   // The bins cover [from, from + bins * bin_ns) ⊇ [from, to).
 
-  absl::flat_hash_map<std::string, uint32_t> region_index;
-  auto index_of_name = [&](const std::string& name) -> uint32_t {
-    auto [named, fresh] = region_index.try_emplace(
-        name, static_cast<uint32_t>(lod.regions.size()));
-    if (fresh) lod.regions.push_back(name);
-    return named->second;
-  };
-  std::map<std::pair<size_t, uint32_t>, uint32_t> local_to_index;
-  auto index_of = [&](size_t process, uint32_t region) -> uint32_t {
-    auto [it, inserted] = local_to_index.try_emplace({process, region}, 0);
-    if (!inserted) return it->second;
-    std::string name = absl::StrCat("region ", region);
-    for (const Region& def : traces[process].regions) {
-      if (def.id == region) name = def.name;
-    }
-    it->second = index_of_name(name);
-    return it->second;
-  };
-
+  RegionTable regions;
+  std::vector<OpenRegion> stack;
   for (size_t p = 0; p < traces.size(); ++p) {
     const ProcessTimeline& process = timeline.processes[p];
     if (!process.available) continue;
     const ProcessTrace& trace = traces[p];
+    RegionTable::Process& names = regions.ForProcess(p, trace);
     for (size_t t = 0; t < trace.threads.size(); ++t) {
       const ThreadTrace& thread = trace.threads[t];
       lod.rows.push_back(LodRow{static_cast<int32_t>(p), trace.info.rank,
                                 thread.thread_index, thread.name});
       finest.rows.emplace_back(finest.bins);
-      Binner binner(lod.from_ns, lod.to_ns, finest.bin_ns, &finest.rows.back());
-      // What is open, innermost last: index into lod.regions, the trace's
-      // region id, and whether it is a collective operation (which the
-      // timeline shows as "collective <kind>").
-      struct Open {
-        uint32_t index;
-        uint32_t region;
-        bool collective;
-      };
-      std::vector<Open> stack;
-      const std::vector<int64_t>& global_ns = process.global_ns[t];
-      for (size_t i = 0; i < thread.events.size(); ++i) {
-        const Event& e = thread.events[i];
-        const int64_t at = global_ns[i];
-        if (const int64_t bin = binner.BinOf(at); bin >= 0) {
-          LodBin& b = finest.rows.back()[bin];
-          ++b.events;
-          if (e.kind == EventKind::kSend) ++b.sends;
-          if (e.kind == EventKind::kRecv) ++b.recvs;
-        }
-        if (e.kind == EventKind::kEnter) {
-          stack.push_back(Open{index_of(p, e.region), e.region, false});
-        } else if (e.kind == EventKind::kCollectiveBegin) {
-          stack.push_back(Open{
-              index_of_name(absl::StrCat("collective ",
-                                         CollectiveKindName(e.collective))),
-              0, true});
-        } else if (e.kind == EventKind::kLeave ||
-                   e.kind == EventKind::kCollectiveEnd) {
-          const bool collective = e.kind == EventKind::kCollectiveEnd;
-          size_t depth = stack.size();
-          while (depth > 0 &&
-                 (stack[depth - 1].collective != collective ||
-                  (!collective && stack[depth - 1].region != e.region))) {
-            --depth;
-          }
-          if (depth == 0) {
-            ++lod.unmatched_leaves;
-          } else {
-            stack.resize(depth - 1);
-          }
-        }
-        // Until the next event, the innermost open one has the thread.
-        if (!stack.empty() && i + 1 < thread.events.size()) {
-          binner.AddInterval(stack.back().index, at, global_ns[i + 1]);
-        }
-      }
+      std::vector<LodBin>& row = finest.rows.back();
+      Binner binner(lod.from_ns, lod.to_ns, finest.bin_ns, &row);
+      WalkThread(
+          thread.events, process.global_ns[t], names, &stack,
+          &lod.unmatched_leaves,
+          [&](const Event& e, int64_t at) {
+            if (const int64_t bin = binner.BinOf(at); bin >= 0) {
+              LodBin& b = row[bin];
+              ++b.events;
+              if (e.kind == EventKind::kSend) ++b.sends;
+              if (e.kind == EventKind::kRecv) ++b.recvs;
+            }
+          },
+          // Until the next event, the innermost open region has the thread.
+          [&](uint32_t region, int64_t begin_ns, int64_t end_ns) {
+            binner.AddInterval(region, begin_ns, end_ns);
+          });
     }
   }
+  lod.regions = regions.names();
   lod.levels.push_back(std::move(finest));
   while (static_cast<int32_t>(lod.levels.size()) < options.levels) {
     lod.levels.push_back(Coarser(lod.levels.back()));
