@@ -7,6 +7,7 @@
 #
 #   examples/run_trace_demo.sh [--duration=150] [--ranks=4] [--nodes=7]
 #                              [--timesync_every=10] [--warmup=20] [--keep]
+#                              [--view=/tmp/clocksync-trace-demo-view]
 #
 # --ranks processes run for --duration seconds (>= 120 for a meaningful
 # post-mortem comparison with wander); rank r attaches to node n(r+1) (so
@@ -14,7 +15,9 @@
 # nodes report synchronized, so that their estimators have a few hundred
 # samples. With wander, `compare` should show zero
 # clock-condition violations for online, many for none, and the errors of
-# linear and spline. Every process it started is stopped on exit, Ctrl-C
+# linear and spline. It ends by writing the view of the run (`clocksync-trace
+# view`, docs/VIEW.md) to VIEW.html and VIEW.svg (--view) and saying where.
+# Every process it started is stopped on exit, Ctrl-C
 # included; --keep leaves the traces and the daemons' logs (printed path).
 # BAZEL (default "bazel") and BAZEL_BUILD_FLAGS choose the Bazel command,
 # e.g. BAZEL="bazel --output_base=/tmp/ob" BAZEL_BUILD_FLAGS=--symlink_prefix=/.
@@ -22,6 +25,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 duration=150 ranks=4 nodes=7 timesync=10 warmup=20 keep=0 base_port=31900
+view=/tmp/clocksync-trace-demo-view
 for arg in "$@"; do
   case "$arg" in
     --duration=*) duration="${arg#*=}" ;;
@@ -30,6 +34,7 @@ for arg in "$@"; do
     --timesync_every=*) timesync="${arg#*=}" ;;
     --warmup=*) warmup="${arg#*=}" ;;
     --keep) keep=1 ;;
+    --view=*) view="${arg#*=}" ;;
     -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run_trace_demo.sh: unknown argument '$arg' (see --help)" >&2; exit 2 ;;
   esac
@@ -92,3 +97,7 @@ archives=()
 for ((r = 0; r < ranks; r++)); do archives+=("$work/traces/ping_pong.r$r"); done
 echo "== clocksync-trace compare ${archives[*]}" >&2
 "$bin/tools/trace/clocksync-trace" compare "${archives[@]}"
+echo "== clocksync-trace view (every correction; docs/VIEW.md)" >&2
+"$bin/tools/trace/clocksync-trace" view --index_dir="$work/lod-index" \
+  --out="$view.html" --svg="$view.svg" "${archives[@]}"
+echo "== the run in a browser: $view.html (snapshot: $view.svg)" >&2

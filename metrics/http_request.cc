@@ -54,6 +54,16 @@ std::string PathOf(absl::string_view target) {
   return std::string(target.substr(0, target.find_first_of("?#")));
 }
 
+// The query of a well-formed target: after the first '?', up to a '#'.
+std::string QueryOf(absl::string_view target) {
+  const size_t mark = target.find('?');
+  if (mark == absl::string_view::npos) return "";
+  const size_t hash = target.find('#');
+  if (hash != absl::string_view::npos && hash < mark) return "";
+  const absl::string_view query = target.substr(mark + 1);
+  return std::string(query.substr(0, query.find('#')));
+}
+
 // `line` (without its line ending) as the request line, into `request`;
 // kComplete when fine (the head has not ended yet), else why not.
 ParsedRequest ParseRequestLine(absl::string_view line, RequestHead* request) {
@@ -71,6 +81,7 @@ ParsedRequest ParseRequestLine(absl::string_view line, RequestHead* request) {
   if (target.empty()) return Bad(400, "empty request target");
   request->path = PathOf(target);
   if (request->path.empty()) return Bad(400, "malformed request target");
+  request->query = QueryOf(target);
   if (version.size() != 8 || !absl::StartsWith(version, "HTTP/") ||
       !absl::ascii_isdigit(version[5]) || version[6] != '.' ||
       !absl::ascii_isdigit(version[7])) {

@@ -42,6 +42,7 @@ enum class ParseState {
 struct RequestHead {
   std::string method;  // As sent (methods are case-sensitive): "GET".
   std::string path;    // The target's path, without query: "/metrics".
+  std::string query;   // The target's query, after '?', before '#': "a=1&b=2".
   int minor_version = 0;  // HTTP/1.<minor_version>.
   size_t head_bytes = 0;  // Through the empty line that ends the head.
 };

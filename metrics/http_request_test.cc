@@ -87,6 +87,21 @@ TEST(HttpRequestTest, TargetForms) {
   EXPECT_EQ(path("/caf\xc3\xa9"), "refused");
 }
 
+TEST(HttpRequestTest, QueryOfTheTarget) {
+  const auto query = [](absl::string_view target) {
+    const ParsedRequest parsed =
+        Parse(absl::StrCat("GET ", target, " HTTP/1.0\r\n\r\n"));
+    return parsed.state == ParseState::kComplete ? parsed.request.query
+                                                 : "refused";
+  };
+  EXPECT_EQ(query("/lod?t0=1&t1=2&px=800"), "t0=1&t1=2&px=800");
+  EXPECT_EQ(query("/lod"), "");
+  EXPECT_EQ(query("/lod?"), "");
+  EXPECT_EQ(query("/lod?a=1#frag"), "a=1");
+  EXPECT_EQ(query("/lod#frag?a=1"), "");
+  EXPECT_EQ(query("http://host/lod?x=%20"), "x=%20");  // Not decoded.
+}
+
 TEST(HttpRequestTest, HostRules) {
   EXPECT_EQ(Refused("GET / HTTP/1.1\r\n\r\n"), 400);
   EXPECT_EQ(Refused("GET / HTTP/1.1\r\nhOST: a\r\n\r\n"), 0);

@@ -426,7 +426,9 @@ void HttpServer::Answer(Connection* c, const ParsedRequest& parsed) {
     std::string body;
     bool made = true;
     try {
-      body = page->second.body();
+      body = page->second.body_for_query
+                 ? page->second.body_for_query(request.query)
+                 : page->second.body();
     } catch (const std::exception& e) {
       // Out of memory, most likely: the page fails, not the program.
       made = false;

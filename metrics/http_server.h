@@ -61,10 +61,13 @@ struct HttpServerOptions {
   std::string log_name = "HTTP server";
 };
 
-// A page: its Content-Type and a function making its body per request.
+// A page: its Content-Type and a function making its body per request;
+// a page that answers queries (`/lod?t0=...`) sets body_for_query instead,
+// which gets the request's query string (after '?', not decoded).
 struct HttpPage {
   std::string content_type;
   std::function<std::string()> body;
+  std::function<std::string(const std::string& query)> body_for_query = {};
 };
 
 // What happened since Start(), for tests and logs.
@@ -79,7 +82,8 @@ struct HttpServerStats {
 
 class HttpServer {
  public:
-  // `pages` by path ("/metrics"); the query string is ignored.
+  // `pages` by path ("/metrics"); the query string goes to pages with
+  // body_for_query and is ignored by the others.
   HttpServer(HttpServerOptions options, std::map<std::string, HttpPage> pages);
   // Stops if still running.
   ~HttpServer();

@@ -164,6 +164,24 @@ TEST_F(HttpServerTest, GetAndHead) {
   EXPECT_EQ(server_->stats().bad_requests, 0u);
 }
 
+TEST(HttpServerQueryTest, QueryPagesGetTheQueryString) {
+  HttpPage echo;
+  echo.content_type = "text/plain";
+  echo.body_for_query = [](const std::string& query) {
+    return absl::StrCat("query=", query);
+  };
+  HttpServer server({}, {{"/lod", echo}});
+  ASSERT_TRUE(server.Start("127.0.0.1:0").ok());
+  const auto get = [&](absl::string_view target) {
+    return Split(Exchange(server.port(), absl::StrCat("GET ", target,
+                                                      " HTTP/1.0\r\n\r\n")));
+  };
+  EXPECT_EQ(get("/lod?t0=5&t1=9").body, "query=t0=5&t1=9");
+  EXPECT_EQ(get("/lod").body, "query=");
+  EXPECT_EQ(get("/lod/?t0=1").status, 404);
+  server.Stop();
+}
+
 TEST_F(HttpServerTest, OtherPathsAndMethods) {
   StartServer();
   EXPECT_EQ(StatusOf(Get("/")), 404);

@@ -1,6 +1,6 @@
 // tools/trace/clocksync_trace_main.cc
 //
-// clocksync-trace: merge, compare, export, profile and lod of clocksync trace
+// clocksync-trace: merge, compare, export, profile, lod and view of clocksync trace
 // archives (one per process, written by the tracer through
 // trace/otf2_writer.h). docs/TRACE_FORMAT.md describes the archives and
 // this tool.
@@ -8,6 +8,8 @@
 // Exit status: 0 ok, 1 bad usage (the message names the flag or value),
 // 2 an archive cannot be read or lacks what the command needs (the message
 // names the archive).
+
+#include <signal.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -23,6 +25,9 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "metrics/http_server.h"
+#include "tools/trace/view_data.h"
+#include "tools/trace/view_html.h"
 #include "trace/compare_report.h"
 #include "trace/export.h"
 #include "trace/lod.h"
@@ -54,6 +59,18 @@ ABSL_FLAG(int64_t, from_ns, std::numeric_limits<int64_t>::min(),
 ABSL_FLAG(int64_t, to_ns, std::numeric_limits<int64_t>::max(),
           "lod: end of the range, global ns, excluded (default: after the "
           "last event)");
+ABSL_FLAG(std::string, serve, "",
+          "view: serve the page at HOST:PORT (e.g. 127.0.0.1:8080) and answer "
+          "its /lod queries live from the index, until Ctrl-C");
+ABSL_FLAG(std::string, svg, "", "view: also write a static SVG snapshot here");
+ABSL_FLAG(std::string, index_dir, "",
+          "view: where level-of-detail indexes are kept (default "
+          "$XDG_CACHE_HOME/clocksync-trace or ~/.cache/clocksync-trace)");
+ABSL_FLAG(int64_t, embed_records, 60000,
+          "view: representatives embedded per correction in the page (the "
+          "whole run's level and finer ones while they fit)");
+ABSL_FLAG(int32_t, width, 1600, "view: the drawing's width in pixels (--svg, and "
+          "the level embedded for the whole run)");
 ABSL_FLAG(double, slow_fraction, 0.1,
           "linear, spline, piecewise: the fraction of sync exchanges with the "
           "longest round trip dropped before fitting (per session for spline "
@@ -70,7 +87,7 @@ hull::PostmortemOptions PostmortemOptionsFromFlags() {
 }
 
 constexpr char kUsage[] =
-    R"(clocksync-trace: merge, compare, export, profile and lod of clocksync traces.
+    R"(clocksync-trace: merge, compare, export, profile, lod and view of clocksync traces.
 
 Usage:
   clocksync-trace merge   [--correction=C] [--out=FILE] ARCHIVE...
@@ -78,6 +95,7 @@ Usage:
   clocksync-trace export  --format=chrome|perfetto|otf2 [--correction=C] --out=PATH ARCHIVE...
   clocksync-trace profile [--correction=C] [--json] ARCHIVE...
   clocksync-trace lod     [--correction=C] [--bins=N] [--levels=L] [--from_ns=T --to_ns=T] [--json] ARCHIVE...
+  clocksync-trace view    [--correction=C] --out=run.html | --serve=HOST:PORT [--svg=run.svg] ARCHIVE...
 
 ARCHIVE is a trace directory the tracer wrote (one per process: traces.otf2,
 traces.def, traces/, clocksync.sidecar). Corrections C:
@@ -108,6 +126,13 @@ Commands:
            text, a line per thread with the dominant region of each bin; as
            JSON (--json), --levels zoom levels with each bin's time per
            region, events, sends and receives (default correction online)
+  view     the run in a browser: one self-contained HTML file (--out) or
+           served with live level-of-detail queries (--serve); rows per
+           thread, the function representing each slot coloured by
+           region, messages (red: received before sent), collectives, the
+           profile; every correction switchable (default online). The
+           index behind it is built once per archive set (--index_dir).
+           --svg writes a static snapshot. docs/VIEW.md
 
 Exit status: 0 ok, 1 bad usage, 2 an archive cannot be read (or lacks what
 the command needs). A truncated archive is read up to its last complete
@@ -347,6 +372,84 @@ int LodCommand(const std::vector<std::string>& archives) {
   return std::cout ? 0 : Unreadable("cannot write standard output");
 }
 
+int ViewCommand(const std::vector<std::string>& archives) {
+  int exit_code = 0;
+  const std::string out_path = absl::GetFlag(FLAGS_out);
+  const std::string serve = absl::GetFlag(FLAGS_serve);
+  const std::string svg_path = absl::GetFlag(FLAGS_svg);
+  if (out_path.empty() && serve.empty() && svg_path.empty()) {
+    return Usage("bad flag --out: view needs --out=FILE.html, --serve=HOST:PORT "
+                 "or --svg=FILE.svg");
+  }
+  const int32_t width = absl::GetFlag(FLAGS_width);
+  if (width < 200 || width > 20000) {
+    return Usage(absl::StrCat("bad flag --width: ", width, " is not in 200..20000"));
+  }
+  const int64_t embed = absl::GetFlag(FLAGS_embed_records);
+  if (embed < 0) {
+    return Usage(absl::StrCat("bad flag --embed_records: ", embed, " is negative"));
+  }
+  std::optional<hull::CorrectionKind> kind =
+      CorrectionFlag(hull::CorrectionKind::kOnline, &exit_code);
+  if (!kind) return exit_code;
+  std::optional<std::vector<ProcessTrace>> traces = ReadAll(archives, &exit_code);
+  if (!traces) return exit_code;
+  ViewOptions options;
+  options.index_dir = absl::GetFlag(FLAGS_index_dir);
+  options.initial = *kind;
+  options.postmortem = PostmortemOptionsFromFlags();
+  absl::StatusOr<ViewModel> model = MakeViewModel(archives, *traces, options);
+  if (!model.ok()) return Unreadable(std::string(model.status().message()));
+  for (const std::string& note : model->notes) {
+    std::cerr << "clocksync-trace: " << note << "\n";
+  }
+  if (!svg_path.empty()) {
+    std::ofstream svg(svg_path);
+    svg << ViewSvg(*model, width);
+    svg.close();
+    if (!svg) return Usage(absl::StrCat("bad flag --svg: cannot write ", svg_path));
+    std::cerr << "clocksync-trace: wrote " << svg_path << "\n";
+  }
+  if (!out_path.empty()) {
+    std::ofstream html(out_path);
+    html << ViewHtml(ModelJson(*model, width, embed, /*serve=*/false));
+    html.close();
+    if (!html) return Usage(absl::StrCat("bad flag --out: cannot write ", out_path));
+    std::cerr << "clocksync-trace: wrote " << out_path << "\n";
+  }
+  if (serve.empty()) return 0;
+  // The page embeds the whole run's level only; /lod answers the rest.
+  const std::string page = ViewHtml(ModelJson(*model, width, 0, /*serve=*/true));
+  std::map<std::string, metrics::HttpPage> pages;
+  pages["/"] = metrics::HttpPage{"text/html; charset=utf-8", [&page] { return page; }};
+  metrics::HttpPage lod;
+  lod.content_type = "application/json";
+  lod.body_for_query = [&model](const std::string& query) {
+    return AnswerLodQuery(*model, query);
+  };
+  pages["/lod"] = std::move(lod);
+  metrics::HttpServerOptions server_options;
+  server_options.log_name = "view server";
+  server_options.write_timeout = absl::Seconds(30);
+  metrics::HttpServer server(server_options, std::move(pages));
+  // SIGINT and SIGTERM are waited for, not delivered.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  if (absl::Status s = server.Start(serve); !s.ok()) {
+    return Usage(absl::StrCat("bad flag --serve: ", serve, ": ", s.message()));
+  }
+  const size_t colon = serve.rfind(':');
+  std::cerr << "clocksync-trace: serving http://" << serve.substr(0, colon) << ":"
+            << server.port() << "/ (Ctrl-C stops)" << std::endl;
+  int signal = 0;
+  sigwait(&signals, &signal);
+  server.Stop();
+  return 0;
+}
+
 int Run(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -361,10 +464,10 @@ int Run(int argc, char** argv) {
   const std::string command = positional[1];
   std::vector<std::string> archives(positional.begin() + 2, positional.end());
   if (command != "merge" && command != "compare" && command != "export" &&
-      command != "profile" && command != "lod") {
+      command != "profile" && command != "lod" && command != "view") {
     return Usage(absl::StrCat(
         "unknown command '", command,
-        "' (expected merge, compare, export, profile or lod)"));
+        "' (expected merge, compare, export, profile, lod or view)"));
   }
   if (archives.empty()) return Usage(absl::StrCat(command, ": no archive given"));
   if (absl::GetFlag(FLAGS_min_latency_ns) < 0) {
@@ -379,6 +482,7 @@ int Run(int argc, char** argv) {
   if (command == "compare") return Compare(archives);
   if (command == "export") return Export(archives);
   if (command == "lod") return LodCommand(archives);
+  if (command == "view") return ViewCommand(archives);
   return ProfileCommand(archives);
 }
 

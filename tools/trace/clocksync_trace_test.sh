@@ -2,7 +2,7 @@
 # End-to-end test of clocksync-trace on the synthetic two-process trace
 # (trace/synthetic_trace.h): compare's known answers, a Chrome JSON export
 # that parses with every flow start finished under the same id, a Perfetto
-# export smaller than it, a merged
+# export smaller than it, the view (HTML, SVG, index cache, --serve), a merged
 # OTF2 archive otf2-print reads, merge's order, profile, exit codes.
 set -euo pipefail
 
@@ -134,6 +134,63 @@ for row in range(len(d["rows"])):
     assert events[0] > 0
 print("lod ok")
 PY
+
+# --- view: one HTML file with every correction, an SVG, a cached index -------
+"$TOOL" view --index_dir="$WORK/idx" --out="$WORK/run.html" --svg="$WORK/run.svg" \
+    "$rank0" "$rank1" 2> "$WORK/view.err"
+grep -q "online: index .*(built)" "$WORK/view.err" || fail "view: no index built: $(cat "$WORK/view.err")"
+[[ "$(ls "$WORK/idx" | grep -c '\.lodidx$')" == 5 ]] || fail "view: want 5 indexes: $(ls "$WORK/idx")"
+python3 - "$WORK/run.html" "$WORK/run.svg" <<'PY'
+import json, re, sys
+html = open(sys.argv[1]).read()
+assert "<script src" not in html and "http://" not in html.replace('xmlns="http://www.w3.org/2000/svg"', ""), "not self-contained"
+model = json.loads(re.search(r'<script id="model" type="application/json">(.*?)</script>', html, re.S).group(1))
+assert set(model["corrections"]) == {"none", "online", "linear", "spline", "piecewise"}
+for name, c in model["corrections"].items():
+    assert c["available"], name
+    assert len(c["rows"]) == 3 and "work" in c["regions"], c["rows"]
+    top = c["levels"][0]
+    assert top["f"] and top["m"] and top["c"], name
+    # No message line goes backwards except under none (rank 1 is 3 ms ahead).
+    back = sum(1 for m in top["m"] if m[3] < m[2])
+    assert (back > 0) == (name == "none"), (name, back)
+assert any(r["region"] == "work" for r in model["profile"])
+svg = open(sys.argv[2]).read()
+assert svg.startswith("<svg") and svg.count("<rect") > 50 and "<line" in svg
+print("view ok:", len(html), "bytes of HTML")
+PY
+"$TOOL" view --index_dir="$WORK/idx" --out="$WORK/run2.html" "$rank0" "$rank1" 2> "$WORK/view.err"
+grep -q "online: index .*(cached)" "$WORK/view.err" || fail "view: index not reused: $(cat "$WORK/view.err")"
+# A damaged index is rebuilt, not trusted.
+for f in "$WORK"/idx/*-online.lodidx; do printf 'XXXXXXXX' | dd of="$f" bs=1 seek=200 conv=notrunc 2>/dev/null; done
+"$TOOL" view --index_dir="$WORK/idx" --out="$WORK/run2.html" "$rank0" "$rank1" 2> "$WORK/view.err"
+grep -q "online: index .*(rebuilt: .*checksum" "$WORK/view.err" || fail "view: damaged index: $(cat "$WORK/view.err")"
+
+# --- view --serve: the page and live /lod answers --------------------------------
+"$TOOL" view --index_dir="$WORK/idx" --serve=127.0.0.1:0 "$rank0" "$rank1" 2> "$WORK/serve.err" &
+server=$!
+port=""
+for _ in $(seq 100); do
+  port=$(sed -n 's|.*serving http://127.0.0.1:\([0-9]*\)/.*|\1|p' "$WORK/serve.err")
+  [[ -n "$port" ]] && break
+  sleep 0.1
+done
+[[ -n "$port" ]] || { kill "$server"; fail "view --serve did not start: $(cat "$WORK/serve.err")"; }
+python3 - "$port" <<'PY' || { kill "$server"; fail "view --serve answers"; }
+import json, sys, urllib.request
+base = "http://127.0.0.1:%s/" % sys.argv[1]
+page = urllib.request.urlopen(base).read().decode()
+assert '"serve":true' in page
+whole = json.load(urllib.request.urlopen(base + "lod?t0=0&t1=11000000000&px=800&correction=online"))
+zoom = json.load(urllib.request.urlopen(base + "lod?t0=0&t1=20000000&px=800&correction=none"))
+assert whole["f"] and whole["level"] > zoom["level"], (whole["level"], zoom["level"])
+assert all(f[1] < 20000000 and f[2] > 0 for f in zoom["f"]), "a function outside the zoom"
+bad = json.load(urllib.request.urlopen(base + "lod?t0=5&t1=1&px=800"))
+assert "error" in bad, bad
+print("serve ok: levels", whole["level"], zoom["level"])
+PY
+kill -TERM "$server"
+wait "$server" || fail "view --serve did not stop cleanly on SIGTERM"
 
 # --- exit codes ----------------------------------------------------------------
 help=$("$TOOL" --help) || fail "--help exits non-zero"
