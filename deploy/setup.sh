@@ -19,6 +19,7 @@ PACKAGES=(
   systemd      # systemd-analyze: //deploy:unit_files_test (verify, security)
   liblttng-ust-dev lttng-tools babeltrace2  # lttng/: the clock plugin, its example and merge test
   openssl      # certificates for //tests:collector_tls_test
+  python3-matplotlib  # tools/simulate_cluster/plot_scale.py: docs/scale_*.png
 )
 
 die() { echo "setup.sh: $*" >&2; exit 1; }

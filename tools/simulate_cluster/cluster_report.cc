@@ -34,7 +34,7 @@ std::string StatsJson(const ErrorStats& s) {
 
 std::string StatsRow(const std::string& label, const ErrorStats& s) {
   char buf[256];
-  std::snprintf(buf, sizeof(buf), "| %s | %lld | %.0f | %.0f | %.0f | %.4f | %.0f |\n",
+  std::snprintf(buf, sizeof(buf), "| %s | %lld | %.0f | %.0f | %.0f | %.6f | %.0f |\n",
                 label.c_str(), static_cast<long long>(s.nodes), s.rms_ns, s.p99_ns,
                 s.max_ns, s.coverage, s.median_half_width_ns);
   return buf;

@@ -75,15 +75,16 @@ int main(int argc, char** argv) {
   o.network.seed = o.seed;
   const std::string network = absl::GetFlag(FLAGS_network);
   if (network == "loopback") {
-    // One host: no switches, kernel timestamps on loopback.
-    o.network.host_ns = 2'500;
+    // One host: no switches, kernel timestamps on loopback (the demo's
+    // median depth-1 bound, ~600 ns, is about half its smallest round trip).
+    o.network.host_ns = 250;
     o.network.hop_ns = 0;
-    o.network.asymmetry_max_ns = 30;
-    o.network.jitter_mean_ns = 300;
+    o.network.asymmetry_max_ns = 50;
+    o.network.jitter_mean_ns = 150;
     o.network.jitter_per_hop = false;
     o.network.congestion_probability = 0;
     o.network.tail_probability = 0.002;
-    o.network.tail_scale_ns = 5'000;
+    o.network.tail_scale_ns = 2'000;
     o.network.loss = 0;
   } else if (network == "chrony") {
     o.network.host_ns = 50'000;
