@@ -35,6 +35,8 @@ extern "C" const char* clocksync_strerror(int code) {
       return "bad CLOCKSYNC_* environment variable";
     case CLOCKSYNC_ENOMASTER:
       return "master not configured or not answering";
+    case CLOCKSYNC_EABORTED:
+      return "tracer init aborted from another thread";
     default:
       return "unknown error";
   }

@@ -62,7 +62,10 @@ enum {
   CLOCKSYNC_ECONFIG = -13,
   /* Tracer: cs_trace_timesync found no master configured, or it did not
    * answer; an empty session was recorded. Tracing goes on. */
-  CLOCKSYNC_ENOMASTER = -14
+  CLOCKSYNC_ENOMASTER = -14,
+  /* Tracer: cs_trace_init was aborted by cs_trace_abort from another
+   * thread while it waited for the collector; nothing was started. */
+  CLOCKSYNC_EABORTED = -15
 };
 
 /* A static description of an error code ("unknown error" for others). */

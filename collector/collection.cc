@@ -18,6 +18,8 @@ absl::string_view RankStateName(RankState state) {
       return "finished";
     case RankState::kLost:
       return "lost";
+    case RankState::kBetweenPhases:
+      return "between phases";
   }
   return "?";
 }
@@ -42,7 +44,21 @@ absl::StatusOr<Collection::Rank*> Collection::Join(const Hello& hello) {
         " (this collector speaks ", kProtocolVersion, ")")));
   }
   int32_t rank = hello.requested_rank();
-  if (rank == -1) {
+  const uint32_t phase = hello.phase();
+  if (phase > 0) {
+    auto it = status_.find(rank);
+    if (it == status_.end() || it->second.state != RankState::kBetweenPhases ||
+        it->second.phase + 1 != phase) {
+      return refuse(absl::FailedPreconditionError(absl::StrCat(
+          "hello.phase: ", phase, " for rank ", rank,
+          it == status_.end()
+              ? std::string(", which never joined")
+              : absl::StrCat(", whose phase ", it->second.phase, " is ",
+                             RankStateName(it->second.state)),
+          " (a phase continues a rank whose previous phase ended with "
+          "more_phases)")));
+    }
+  } else if (rank == -1) {
     rank = 0;
     while (rank < options_.world_size && status_.count(rank) != 0) ++rank;
     if (rank == options_.world_size) {
@@ -62,7 +78,10 @@ absl::StatusOr<Collection::Rank*> Collection::Join(const Hello& hello) {
   }
   absl::StatusOr<trace::ProcessInfo> info = FromProto(hello.process(), rank);
   if (!info.ok()) return refuse(info.status());
-  const std::string dir = absl::StrCat(options_.raw_dir, "/rank.", rank);
+  const std::string dir =
+      phase == 0 ? absl::StrCat(options_.raw_dir, "/rank.", rank)
+                 : absl::StrCat(options_.raw_dir, "/rank.", rank, ".phase.",
+                                phase);
   absl::StatusOr<std::unique_ptr<trace::RawArchiveWriter>> archive =
       trace::RawArchiveWriter::Create(dir, *info);
   if (!archive.ok()) {
@@ -74,7 +93,10 @@ absl::StatusOr<Collection::Rank*> Collection::Join(const Hello& hello) {
   RankStatus& status = status_[rank];
   status.rank = rank;
   status.info = *info;
-  status.archive_dir = dir;
+  status.state = RankState::kStreaming;
+  status.phase = phase;
+  if (phase == 0) status.archive_dir = dir;
+  status.phase_dirs.push_back(dir);
   ++stats_.streams_accepted;
   ranks_.push_back(std::unique_ptr<Rank>(
       new Rank(this, rank, *std::move(archive), options_.world_size)));
@@ -104,7 +126,10 @@ void Collection::Update(const Rank& rank, RankState state,
 bool Collection::AllDoneLocked() const {
   if (static_cast<int32_t>(status_.size()) < options_.world_size) return false;
   for (const auto& [rank, status] : status_) {
-    if (status.state == RankState::kStreaming) return false;
+    if (status.state == RankState::kStreaming ||
+        status.state == RankState::kBetweenPhases) {
+      return false;
+    }
   }
   return true;
 }
@@ -231,7 +256,10 @@ absl::Status Collection::Rank::Finish(
                                          sessions_, truth_);
   if (!status.ok()) return status;
   ended_ = true;
-  collection_->Update(*this, RankState::kFinished, "", 0, 0, false);
+  collection_->Update(
+      *this,
+      finish.more_phases() ? RankState::kBetweenPhases : RankState::kFinished,
+      "", 0, 0, false);
   return absl::OkStatus();
 }
 

@@ -44,18 +44,25 @@ struct CollectionOptions {
 };
 
 enum class RankState {
-  kStreaming,  // joined, no Finish yet
-  kFinished,   // Finish received, everything stored
-  kLost,       // the stream ended without Finish, or was refused mid-way
+  kStreaming,      // joined, no Finish yet
+  kFinished,       // Finish received, everything stored
+  kLost,           // the stream ended without Finish, or was refused mid-way
+  kBetweenPhases,  // a phase ended with Finish.more_phases: the next one
+                   // is awaited (the rank is not done)
 };
 
-absl::string_view RankStateName(RankState state);  // streaming, finished, lost
+// streaming, finished, lost, between phases
+absl::string_view RankStateName(RankState state);
 
 struct RankStatus {
   int32_t rank = 0;
   RankState state = RankState::kStreaming;
   trace::ProcessInfo info;
-  std::string archive_dir;   // its raw archive
+  std::string archive_dir;   // its raw archive (of phase 0)
+  // The raw archives of its phases, phase 0 first (rank.N, rank.N.phase.1,
+  // ...): its tracing phases, each a tracing session of the process.
+  std::vector<std::string> phase_dirs;
+  uint32_t phase = 0;        // the current (or last) phase
   uint64_t events = 0;       // stored
   uint64_t batches = 0;      // stored
   std::string note;          // why it was lost
@@ -84,6 +91,7 @@ class Collection {
     // Checks and stores records (the sidecar).
     absl::Status AddRecords(const Records& records);
     // Ends the stream: the event count must match; finishes the archive.
+    // With more_phases the rank is between phases, else finished.
     absl::Status Finish(const ::clocksync::collector::Finish& finish);
     // The stream ended without Finish, or was refused: the rank is lost
     // (its archive keeps what was stored, without an end line).
@@ -118,8 +126,10 @@ class Collection {
   // A process's Hello: checks the token (PermissionDenied), the version
   // (FailedPrecondition), the rank (OutOfRange beyond the world,
   // AlreadyExists when taken; -1 gets the lowest free one, ResourceExhausted
-  // when none is), the process info (InvalidArgument); creates the rank's
-  // raw archive. Every refusal is counted.
+  // when none is), the phase (a phase k > 0 continues a rank between
+  // phases whose last phase is k-1, else FailedPrecondition), the process
+  // info (InvalidArgument); creates the raw archive of the rank's phase.
+  // Every refusal is counted.
   absl::StatusOr<Rank*> Join(const Hello& hello);
   // A message after the Hello was refused.
   void NoteMalformed();

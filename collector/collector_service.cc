@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "collector/wire.h"
@@ -38,6 +39,44 @@ CollectorService::CollectorService(Collection* collection,
                                    std::function<void(const std::string&)> log)
     : collection_(collection), log_(std::move(log)) {}
 
+CollectorService::Registration::Registration(CollectorService* service,
+                                             Open* open)
+    : service_(service), open_(open) {
+  std::lock_guard<std::mutex> lock(service_->streams_mutex_);
+  service_->open_.push_back(open_);
+}
+
+CollectorService::Registration::~Registration() {
+  std::unique_lock<std::mutex> lock(service_->streams_mutex_);
+  service_->open_.remove(open_);
+  service_->streams_changed_.wait(lock, [&] { return open_->users == 0; });
+}
+
+bool CollectorService::Write(Open* open, const CollectorMessage& message) {
+  std::lock_guard<std::mutex> lock(open->write_mutex);
+  return open->stream->Write(message);
+}
+
+void CollectorService::TellPeersLost(int32_t rank, const std::string& why) {
+  std::vector<Open*> targets;
+  {
+    std::lock_guard<std::mutex> lock(streams_mutex_);
+    for (Open* open : open_) {
+      if (open->rank == rank) continue;
+      ++open->users;
+      targets.push_back(open);
+    }
+  }
+  CollectorMessage message;
+  message.mutable_peer_lost()->set_rank(rank);
+  message.mutable_peer_lost()->set_why(why);
+  // A stream that cannot take it is ending (its own Read says so).
+  for (Open* open : targets) Write(open, message);
+  std::lock_guard<std::mutex> lock(streams_mutex_);
+  for (Open* open : targets) --open->users;
+  streams_changed_.notify_all();
+}
+
 grpc::Status CollectorService::Stream(
     grpc::ServerContext* context,
     grpc::ServerReaderWriter<CollectorMessage, ProcessMessage>* stream) {
@@ -66,8 +105,22 @@ grpc::Status CollectorService::Stream(
   welcome->set_world_size(collection_->world_size());
   welcome->set_max_unacked_bytes(collection_->max_unacked_bytes());
   if (!stream->Write(reply)) {
-    rank->Lost("the process went away before its Welcome");
+    const std::string why = "the process went away before its Welcome";
+    rank->Lost(why);
+    TellPeersLost(rank->rank(), why);
     return grpc::Status(grpc::StatusCode::CANCELLED, "peer gone");
+  }
+  Open open;
+  open.rank = rank->rank();
+  open.stream = stream;
+  const Registration registration(this, &open);
+  // The ranks lost before this one joined.
+  for (const RankStatus& other : collection_->Status()) {
+    if (other.state != RankState::kLost || other.rank == open.rank) continue;
+    reply.Clear();
+    reply.mutable_peer_lost()->set_rank(other.rank);
+    reply.mutable_peer_lost()->set_why(other.note);
+    Write(&open, reply);
   }
   // A refused message: the rank is lost (the process falls back to its
   // local archive for what was not acknowledged).
@@ -77,6 +130,7 @@ grpc::Status CollectorService::Stream(
         absl::StrCat("refused a message: ", status.message());
     rank->Lost(why);
     Log(absl::StrCat("rank ", rank->rank(), " (", context->peer(), "): ", why));
+    TellPeersLost(rank->rank(), why);
     return ToGrpc(status);
   };
   while (stream->Read(&message)) {
@@ -88,7 +142,7 @@ grpc::Status CollectorService::Stream(
         reply.mutable_ack()->set_batch(rank->last_batch());
         // An ack that cannot be sent: the process is gone; the next Read
         // says so.
-        stream->Write(reply);
+        Write(&open, reply);
         break;
       }
       case ProcessMessage::kRecords: {
@@ -102,7 +156,7 @@ grpc::Status CollectorService::Stream(
         reply.Clear();
         reply.mutable_ack()->set_batch(rank->last_batch());
         reply.mutable_ack()->set_finished(true);
-        stream->Write(reply);
+        Write(&open, reply);
         return grpc::Status::OK;
       }
       case ProcessMessage::kHello:
@@ -119,6 +173,7 @@ grpc::Status CollectorService::Stream(
             "lost)";
   rank->Lost(why);
   Log(absl::StrCat("rank ", rank->rank(), " (", context->peer(), "): ", why));
+  TellPeersLost(rank->rank(), why);
   return grpc::Status(grpc::StatusCode::CANCELLED, why);
 }
 

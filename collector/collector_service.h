@@ -6,12 +6,22 @@
 // and marks the rank lost; a call that ends without Finish marks it lost.
 // Nothing a process sends can crash the collector.
 //
+// Fail-safe: when a rank is lost (its call ended without Finish, or a
+// message was refused), every other open stream is told (PeerLost), and a
+// stream that joins later is told of the ranks lost before, right after
+// its Welcome. A stream's writes (acks, PeerLost) go through one lock per
+// stream; a stream's end waits for a PeerLost being written to it.
+//
 // Also here: BuildCollectorServer, the gRPC server a collector runs.
 #ifndef CLOCKSYNC_COLLECTOR_COLLECTOR_SERVICE_H_
 #define CLOCKSYNC_COLLECTOR_COLLECTOR_SERVICE_H_
 
+#include <condition_variable>
+#include <cstdint>
 #include <functional>
+#include <list>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -33,11 +43,39 @@ class CollectorService final : public Collector::Service {
       override;
 
  private:
+  using ServerStream =
+      grpc::ServerReaderWriter<CollectorMessage, ProcessMessage>;
+  // An open stream past its Welcome.
+  struct Open {
+    int32_t rank = 0;
+    ServerStream* stream = nullptr;
+    std::mutex write_mutex;  // one Write at a time
+    int users = 0;           // PeerLost writers at work (streams_mutex_)
+  };
+  // Registers an open stream for the PeerLost messages; unregisters it
+  // (waiting for a PeerLost being written) when it goes.
+  class Registration {
+   public:
+    Registration(CollectorService* service, Open* open);
+    ~Registration();
+
+   private:
+    CollectorService* const service_;
+    Open* const open_;
+  };
+
   void Log(const std::string& line) const {
     if (log_) log_(line);
   }
+  static bool Write(Open* open, const CollectorMessage& message);
+  // Tells every open stream but `rank`'s that `rank` was lost.
+  void TellPeersLost(int32_t rank, const std::string& why);
+
   Collection* const collection_;
   const std::function<void(const std::string&)> log_;
+  std::mutex streams_mutex_;  // open_ and each Open's users
+  std::condition_variable streams_changed_;
+  std::list<Open*> open_;
 };
 
 // Tunes this process's malloc for a collector: freed memory is kept for

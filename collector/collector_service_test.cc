@@ -3,7 +3,9 @@
 // trace streamed in arrives whole (its raw archives read back equal, the
 // run's archive compares as the originals do); wrong tokens, taken and
 // out-of-range ranks, and malformed messages are refused, counted and never
-// crash the collector; a stream cut without Finish marks its rank lost.
+// crash the collector; a stream cut without Finish marks its rank lost and
+// the other streams are told (PeerLost); a phase continues only a rank
+// between phases.
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -460,6 +462,78 @@ TEST_F(CollectorFixture, CutStreamMarksRankLostKeepingItsEvents) {
   ASSERT_EQ(back->threads.size(), 1u);
   EXPECT_EQ(back->threads[0].events.size(), 50u);
   EXPECT_EQ(back->threads[0].events.back().stamp, 149u);
+}
+
+TEST_F(CollectorFixture, ALostRankIsToldToTheOthersAndToLaterJoiners) {
+  StartCollector(3);
+  Call first, victim, later;
+  ASSERT_EQ(Join(&first, 0, token_), 0);
+  ASSERT_EQ(Join(&victim, 1, token_), 1);
+  victim.context->TryCancel();  // as a killed process's connection would end
+  victim.stream->Finish().IgnoreError();
+  CollectorMessage told;
+  ASSERT_TRUE(first.stream->Read(&told));
+  ASSERT_TRUE(told.has_peer_lost());
+  EXPECT_EQ(told.peer_lost().rank(), 1);
+  EXPECT_NE(told.peer_lost().why().find("without Finish"), std::string::npos)
+      << told.peer_lost().why();
+  // A rank that joins later hears of it right after its Welcome.
+  ASSERT_EQ(Join(&later, 2, token_), 2);
+  ASSERT_TRUE(later.stream->Read(&told));
+  ASSERT_TRUE(told.has_peer_lost());
+  EXPECT_EQ(told.peer_lost().rank(), 1);
+  // The streams go on: acks still come.
+  ASSERT_TRUE(first.stream->Write(Batch(1, 0, Enters(100, 5))));
+  ASSERT_TRUE(first.stream->Read(&told));
+  EXPECT_EQ(told.ack().batch(), 1u);
+  ProcessMessage finish;
+  finish.mutable_finish()->set_events(5);
+  ASSERT_TRUE(first.stream->Write(finish));
+  EXPECT_TRUE(End(&first).ok());
+  finish.mutable_finish()->set_events(0);
+  ASSERT_TRUE(later.stream->Write(finish));
+  EXPECT_TRUE(End(&later).ok());
+  ASSERT_TRUE(collection_->WaitUntilDone(absl::Seconds(10)));
+}
+
+TEST_F(CollectorFixture, APhaseContinuesOnlyARankBetweenPhases) {
+  StartCollector(2);
+  Call call;
+  ASSERT_EQ(Join(&call, 0, token_), 0);
+  ProcessMessage finish;
+  finish.mutable_finish()->set_events(0);
+  finish.mutable_finish()->set_more_phases(true);
+  ASSERT_TRUE(call.stream->Write(finish));
+  EXPECT_TRUE(End(&call).ok());
+  EXPECT_EQ(collection_->Status()[0].state, RankState::kBetweenPhases);
+  // Phase 2 (not 1), and phase 1 of rank 1 (never joined): refused.
+  for (auto [rank, phase] : {std::pair{0, 2u}, std::pair{1, 1u}}) {
+    call = Open();
+    ProcessMessage hello = HelloMessage(token_, rank, SomeInfo());
+    hello.mutable_hello()->set_phase(phase);
+    ASSERT_TRUE(call.stream->Write(hello));
+    CollectorMessage reply;
+    EXPECT_FALSE(call.stream->Read(&reply));
+    const grpc::Status status = call.stream->Finish();
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+    EXPECT_NE(status.error_message().find("hello.phase"), std::string::npos)
+        << status.error_message();
+  }
+  // Phase 1 of rank 0: its own raw archive.
+  call = Open();
+  ProcessMessage hello = HelloMessage(token_, 0, SomeInfo());
+  hello.mutable_hello()->set_phase(1);
+  ASSERT_TRUE(call.stream->Write(hello));
+  CollectorMessage reply;
+  ASSERT_TRUE(call.stream->Read(&reply));
+  EXPECT_EQ(reply.welcome().rank(), 0);
+  finish.mutable_finish()->set_more_phases(false);
+  ASSERT_TRUE(call.stream->Write(finish));
+  EXPECT_TRUE(End(&call).ok());
+  const RankStatus status = collection_->Status()[0];
+  EXPECT_EQ(status.state, RankState::kFinished);
+  EXPECT_EQ(status.phase, 1u);
+  EXPECT_EQ(status.phase_dirs.size(), 2u);
 }
 
 TEST_F(CollectorFixture, WaitsWithoutLimitUntilStopped) {

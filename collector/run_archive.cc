@@ -9,10 +9,12 @@
 #include <algorithm>
 #include <map>
 #include <limits>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
+#include "hull/trace_stamp.h"
 #include "absl/strings/str_join.h"
 #include "trace/export.h"
 #include "trace/otf2_reader.h"
@@ -30,6 +32,126 @@ absl::StatusOr<RunArchiveResult> WriteRunArchive(
     traces.push_back(*std::move(trace));
   }
   return WriteRunArchive(std::move(traces), output_dir, options);
+}
+
+absl::StatusOr<trace::ProcessTrace> JoinPhases(
+    std::vector<trace::ProcessTrace> phases) {
+  if (phases.empty()) {
+    return absl::InvalidArgumentError("no phase to join");
+  }
+  trace::ProcessTrace joined = std::move(phases.front());
+  std::map<std::string, uint32_t> region_ids;
+  for (const trace::Region& r : joined.regions) region_ids[r.name] = r.id;
+  std::map<std::pair<std::string, std::vector<int32_t>>, uint32_t> comm_ids;
+  for (const trace::Communicator& c : joined.communicators) {
+    comm_ids[{c.name, c.ranks}] = c.id;
+  }
+  uint32_t next_region = 0;
+  for (const trace::Region& r : joined.regions) {
+    next_region = std::max(next_region, r.id + 1);
+  }
+  uint32_t next_comm = 1;
+  for (const trace::Communicator& c : joined.communicators) {
+    next_comm = std::max(next_comm, c.id + 1);
+  }
+  std::map<uint32_t, size_t> thread_at;  // index -> position in joined
+  for (size_t i = 0; i < joined.threads.size(); ++i) {
+    thread_at[joined.threads[i].thread_index] = i;
+  }
+  for (size_t k = 1; k < phases.size(); ++k) {
+    trace::ProcessTrace& phase = phases[k];
+    if (phase.info.rank != joined.info.rank ||
+        phase.info.pid != joined.info.pid ||
+        phase.info.tick_period_ns != joined.info.tick_period_ns ||
+        phase.info.origin_ns < joined.info.origin_ns) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "phase ", k, " (rank ", phase.info.rank, ", pid ", phase.info.pid,
+          ") does not continue rank ", joined.info.rank, " (pid ",
+          joined.info.pid, ") in time"));
+    }
+    const double ticks =
+        (phase.info.origin_ns - joined.info.origin_ns) /
+        joined.info.tick_period_ns;
+    const uint64_t shift = static_cast<uint64_t>(ticks + 0.5);
+    std::map<uint32_t, uint32_t> region_map;
+    for (const trace::Region& r : phase.regions) {
+      auto [it, added] = region_ids.emplace(r.name, next_region);
+      if (added) {
+        joined.regions.push_back(trace::Region{next_region++, r.name});
+      }
+      region_map[r.id] = it->second;
+    }
+    std::map<uint32_t, uint32_t> comm_map;
+    for (const trace::Communicator& c : phase.communicators) {
+      if (c.id == trace::kWorldCommunicator) {
+        comm_map[c.id] = c.id;
+        continue;
+      }
+      auto [it, added] = comm_ids.emplace(std::make_pair(c.name, c.ranks),
+                                          next_comm);
+      if (added) {
+        joined.communicators.push_back(
+            trace::Communicator{next_comm++, c.name, c.ranks});
+      }
+      comm_map[c.id] = it->second;
+    }
+    for (trace::ThreadTrace& t : phase.threads) {
+      auto [at, added] = thread_at.emplace(t.thread_index, joined.threads.size());
+      if (added) {
+        joined.threads.push_back(trace::ThreadTrace{t.thread_index, t.name, {}});
+      }
+      trace::ThreadTrace& into = joined.threads[at->second];
+      const uint64_t last = into.events.empty() ? 0 : into.events.back().stamp;
+      for (trace::Event e : t.events) {
+        e.stamp = hull::PackStamp(hull::StampTick(e.stamp) + shift,
+                                  hull::StampEvent(e.stamp));
+        if (!into.events.empty() && e.stamp <= last) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "phase ", k, " of rank ", joined.info.rank, ": thread ",
+              t.thread_index, " has events before the previous phase's end"));
+        }
+        if (e.kind == trace::EventKind::kEnter ||
+            e.kind == trace::EventKind::kLeave) {
+          e.region = region_map.count(e.region) ? region_map[e.region] : e.region;
+        } else {
+          e.comm = comm_map.count(e.comm) ? comm_map[e.comm] : e.comm;
+        }
+        into.events.push_back(e);
+      }
+    }
+    joined.mappings.insert(joined.mappings.end(), phase.mappings.begin(),
+                           phase.mappings.end());
+    for (trace::SyncSession& session : phase.sessions) {
+      joined.sessions.push_back(std::move(session));
+    }
+    if (!joined.truth.has_value()) joined.truth = phase.truth;
+    if (phase.truncated) {
+      joined.truncated = true;
+      joined.truncation_note = absl::StrCat("phase ", k, ": ",
+                                            phase.truncation_note);
+    }
+  }
+  std::sort(joined.threads.begin(), joined.threads.end(),
+            [](const trace::ThreadTrace& a, const trace::ThreadTrace& b) {
+              return a.thread_index < b.thread_index;
+            });
+  return joined;
+}
+
+absl::StatusOr<trace::ProcessTrace> ReadRankPhases(
+    const std::vector<std::string>& phase_dirs) {
+  std::vector<trace::ProcessTrace> phases;
+  for (const std::string& dir : phase_dirs) {
+    absl::StatusOr<trace::ProcessTrace> trace = trace::ReadProcessTrace(dir);
+    if (!trace.ok()) return trace.status();
+    phases.push_back(*std::move(trace));
+  }
+  absl::StatusOr<trace::ProcessTrace> joined = JoinPhases(std::move(phases));
+  if (!joined.ok() && !phase_dirs.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(phase_dirs.front(), ": ", joined.status().message()));
+  }
+  return joined;
 }
 
 absl::StatusOr<trace::ProcessTrace> JoinFallback(trace::ProcessTrace stored,
@@ -67,34 +189,39 @@ absl::StatusOr<trace::ProcessTrace> JoinFallback(trace::ProcessTrace stored,
 absl::StatusOr<std::vector<trace::ProcessTrace>> ReadRecoveredRun(
     const std::string& raw_dir,
     const std::vector<std::string>& local_archives) {
-  std::map<int32_t, trace::ProcessTrace> local;
+  // A tracing phase is one (rank, pid, origin).
+  using Key = std::tuple<int32_t, int64_t, int64_t>;
+  auto key = [](const trace::ProcessTrace& t) {
+    return Key{t.info.rank, t.info.pid, t.info.origin_ns};
+  };
+  std::map<Key, trace::ProcessTrace> local;
   for (const std::string& dir : local_archives) {
     absl::StatusOr<trace::ProcessTrace> trace = trace::ReadProcessTrace(dir);
     if (!trace.ok()) return trace.status();
-    const int32_t rank = trace->info.rank;
-    if (!local.emplace(rank, *std::move(trace)).second) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(dir, ": a second local archive of rank ", rank));
+    const Key k = key(*trace);
+    if (!local.emplace(k, *std::move(trace)).second) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          dir, ": a second local archive of rank ", std::get<0>(k),
+          " from the same tracing phase"));
     }
   }
-  std::vector<trace::ProcessTrace> traces;
-  std::vector<std::string> ranks;
+  std::vector<std::string> names;
   DIR* d = opendir(raw_dir.c_str());
   if (d == nullptr) {
     return absl::NotFoundError(absl::StrCat(raw_dir, ": cannot list"));
   }
   while (struct dirent* entry = readdir(d)) {
-    if (absl::StartsWith(entry->d_name, "rank.")) ranks.push_back(entry->d_name);
+    if (absl::StartsWith(entry->d_name, "rank.")) names.push_back(entry->d_name);
   }
   closedir(d);
-  std::sort(ranks.begin(), ranks.end());
-  for (const std::string& name : ranks) {
+  std::vector<trace::ProcessTrace> phases;
+  for (const std::string& name : names) {
     const std::string dir = absl::StrCat(raw_dir, "/", name);
     absl::StatusOr<trace::ProcessTrace> stored = trace::ReadProcessTrace(dir);
     if (!stored.ok()) return stored.status();
-    auto it = local.find(stored->info.rank);
+    auto it = local.find(key(*stored));
     if (it == local.end()) {
-      traces.push_back(*std::move(stored));
+      phases.push_back(*std::move(stored));
       continue;
     }
     absl::StatusOr<trace::ProcessTrace> joined =
@@ -104,13 +231,27 @@ absl::StatusOr<std::vector<trace::ProcessTrace>> ReadRecoveredRun(
           absl::StrCat(dir, ": ", joined.status().message()));
     }
     local.erase(it);
+    phases.push_back(*std::move(joined));
+  }
+  for (auto& [k, trace] : local) phases.push_back(std::move(trace));
+  // The phases of each rank in time order, joined.
+  std::map<int32_t, std::vector<trace::ProcessTrace>> by_rank;
+  for (trace::ProcessTrace& t : phases) {
+    by_rank[t.info.rank].push_back(std::move(t));
+  }
+  std::vector<trace::ProcessTrace> traces;
+  for (auto& [rank, list] : by_rank) {
+    std::sort(list.begin(), list.end(),
+              [](const trace::ProcessTrace& a, const trace::ProcessTrace& b) {
+                return a.info.origin_ns < b.info.origin_ns;
+              });
+    absl::StatusOr<trace::ProcessTrace> joined = JoinPhases(std::move(list));
+    if (!joined.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          raw_dir, ": rank ", rank, ": ", joined.status().message()));
+    }
     traces.push_back(*std::move(joined));
   }
-  for (auto& [rank, trace] : local) traces.push_back(std::move(trace));
-  std::sort(traces.begin(), traces.end(),
-            [](const trace::ProcessTrace& a, const trace::ProcessTrace& b) {
-              return a.info.rank < b.info.rank;
-            });
   return traces;
 }
 

@@ -64,6 +64,20 @@ absl::StatusOr<RunArchiveResult> WriteRunArchive(
     std::vector<trace::ProcessTrace> traces, const std::string& output_dir,
     const RunArchiveOptions& options);
 
+// The tracing phases of one rank (phase 0 first; Tracer::FinalizePhase)
+// as one trace: stamps rebased on phase 0's origin, regions unified by
+// name and communicators by name and ranks (the events renumbered),
+// threads joined by index (a later phase's events follow), mapping records
+// and sync sessions appended, the first ground truth. Truncated when a
+// phase is. InvalidArgument when the phases are not one process (rank,
+// pid, tick period) or not in time order.
+absl::StatusOr<trace::ProcessTrace> JoinPhases(
+    std::vector<trace::ProcessTrace> phases);
+// Reads the raw archives of one rank's phases (RankStatus::phase_dirs) and
+// joins them.
+absl::StatusOr<trace::ProcessTrace> ReadRankPhases(
+    const std::vector<std::string>& phase_dirs);
+
 // One rank's trace put together again after its collector was lost: what
 // the collector stored (`stored`, its raw archive) followed, thread by
 // thread, by the local archive the process fell back to (`local`), whose
@@ -75,9 +89,10 @@ absl::StatusOr<trace::ProcessTrace> JoinFallback(trace::ProcessTrace stored,
                                                  trace::ProcessTrace local);
 
 // The traces of a run whose collector was lost: every raw archive in
-// `raw_dir` (rank.N), each joined with the local archive of its rank among
-// `local_archives` when there is one, and local archives of ranks the
-// collector never saw. Errors name the archive.
+// `raw_dir` (rank.N, rank.N.phase.K), each joined with the local archive
+// of the same tracing phase (rank, pid, origin) among `local_archives`
+// when there is one, and local archives the collector never saw; the
+// phases of a rank then joined (JoinPhases). Errors name the archive.
 absl::StatusOr<std::vector<trace::ProcessTrace>> ReadRecoveredRun(
     const std::string& raw_dir, const std::vector<std::string>& local_archives);
 

@@ -38,6 +38,14 @@ constexpr size_t kSpareBuffers = 64;
 
 }  // namespace
 
+std::string LocalArchiveDir(const std::string& trace_dir,
+                            const std::string& name, int32_t rank,
+                            uint32_t phase) {
+  return phase == 0 ? absl::StrCat(trace_dir, "/", name, ".r", rank)
+                    : absl::StrCat(trace_dir, "/", name, ".r", rank, ".p",
+                                   phase);
+}
+
 StreamingSink::StreamingSink(const StreamingOptions& options)
     : options_(options),
       where_(absl::StrCat("collector ", options.contact.address)) {}
@@ -70,13 +78,29 @@ absl::Status StreamingSink::Start() {
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   channel_ = grpc::CreateCustomChannel(options_.contact.address, credentials,
                                        args);
+  auto aborted = [&] {
+    return options_.abort != nullptr &&
+           options_.abort->load(std::memory_order_acquire);
+  };
+  const absl::Status abort_error = absl::CancelledError(
+      absl::StrCat("collector ", options_.contact.address,
+                   ": init aborted (abort called from another thread)"));
+  // Waited in slices: an abort from another thread ends the wait.
   const auto deadline = std::chrono::system_clock::now() +
                         std::chrono::nanoseconds(options_.timeout_ns);
-  if (!channel_->WaitForConnected(deadline)) {
-    return absl::UnavailableError(
-        absl::StrCat("collector ", options_.contact.address,
-                     ": no connection within ",
-                     options_.timeout_ns / 1'000'000, " ms"));
+  for (;;) {
+    if (aborted()) return abort_error;
+    const auto now = std::chrono::system_clock::now();
+    if (now >= deadline) {
+      return absl::UnavailableError(
+          absl::StrCat("collector ", options_.contact.address,
+                       ": no connection within ",
+                       options_.timeout_ns / 1'000'000, " ms"));
+    }
+    if (channel_->WaitForConnected(
+            std::min(deadline, now + std::chrono::milliseconds(50)))) {
+      break;
+    }
   }
   stub_ = Collector::NewStub(channel_);
   stream_ = stub_->Stream(&context_);
@@ -87,16 +111,23 @@ absl::Status StreamingSink::Start() {
   h->set_protocol_version(kProtocolVersion);
   h->set_token(options_.contact.token);
   h->set_requested_rank(options_.requested_rank);
+  h->set_phase(options_.phase);
   ToProto(options_.info, h->mutable_process());
   CollectorMessage reply;
   const bool answered = Guarded([&] {
     return stream_->Write(hello) && stream_->Read(&reply);
   });
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    connecting_ = false;  // an abort no longer applies
+  }
   if (!answered || !reply.has_welcome()) {
     bool stalled = false;
+    bool was_aborted = false;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       stalled = stalled_;
+      was_aborted = aborted_;
     }
     // The collector's refusal ended the call (its status is waiting);
     // a stall is cut here.
@@ -108,6 +139,7 @@ absl::Status StreamingSink::Start() {
     });
     stream_finished_ = true;
     StopThreads();
+    if (was_aborted) return abort_error;
     if (stalled) {
       return absl::DeadlineExceededError(
           absl::StrCat("collector ", options_.contact.address,
@@ -154,6 +186,24 @@ void StreamingSink::StopThreads() {
 void StreamingSink::ReaderLoop() {
   CollectorMessage reply;
   while (stream_->Read(&reply)) {
+    if (reply.has_peer_lost()) {
+      const int32_t peer = reply.peer_lost().rank();
+      bool told = false;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (std::find(lost_peers_.begin(), lost_peers_.end(), peer) ==
+            lost_peers_.end()) {
+          lost_peers_.push_back(peer);
+          told = true;
+        }
+      }
+      if (told && options_.warn) {
+        options_.warn(absl::StrCat("collector ", options_.contact.address,
+                                   ": rank ", peer, " was lost (",
+                                   reply.peer_lost().why(), ")"));
+      }
+      continue;
+    }
     if (!reply.has_ack()) continue;
     std::lock_guard<std::mutex> lock(mutex_);
     acked_batch_ = std::max(acked_batch_, reply.ack().batch());
@@ -184,8 +234,13 @@ void StreamingSink::WatchdogLoop() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stop_) {
     changed_.wait_for(lock, std::chrono::milliseconds(50));
-    if (deadline_ns_ != 0 && MonotonicNs() > deadline_ns_ && !stalled_) {
+    const bool abort = deadline_ns_ != 0 && connecting_ &&
+                       options_.abort != nullptr &&
+                       options_.abort->load(std::memory_order_acquire);
+    if (deadline_ns_ != 0 && (abort || MonotonicNs() > deadline_ns_) &&
+        !stalled_) {
       stalled_ = true;
+      aborted_ = abort;
       context_.TryCancel();
       changed_.notify_all();
     }
@@ -201,6 +256,11 @@ bool StreamingSink::Guarded(const std::function<bool()>& call) {
   std::lock_guard<std::mutex> lock(mutex_);
   deadline_ns_ = 0;
   return ok && !stalled_;
+}
+
+std::vector<int32_t> StreamingSink::lost_peers() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return lost_peers_;
 }
 
 std::string StreamingSink::fallback_reason() const {
@@ -375,6 +435,7 @@ absl::Status StreamingSink::Finish(
   if (local_ == nullptr && local_error_.ok()) {
     ProcessMessage message;
     message.mutable_finish()->set_events(events_sent_);
+    message.mutable_finish()->set_more_phases(more_phases_);
     bool sent = Guarded([&] {
       return stream_->Write(message) && stream_->WritesDone();
     });
@@ -428,9 +489,9 @@ absl::Status StreamingSink::FallBack(const std::string& reason) {
   if (!end.ok() && end.error_code() != grpc::StatusCode::CANCELLED) {
     stream_error = absl::StrCat(" (", end.error_message(), ")");
   }
-  const std::string dir =
-      absl::StrCat(options_.fallback_trace_dir, "/", options_.fallback_name,
-                   ".r", rank_);
+  const std::string dir = LocalArchiveDir(
+      options_.fallback_trace_dir, options_.fallback_name, rank_,
+      options_.phase);
   trace::ProcessInfo info = options_.info;
   info.rank = rank_;
   absl::StatusOr<std::unique_ptr<trace::Otf2Writer>> writer =

@@ -20,6 +20,9 @@
 // the local one may repeat the last acknowledged ones when an ack was lost
 // with the collector).
 //
+// Fail-safe: the collector tells the stream when another rank is lost
+// (PeerLost); lost_peers() lists them, and `warn` says so once each.
+//
 // Thread safety: AppendEvents, StreamRecords and Finish must not overlap
 // (the tracer calls them under its archive lock); the statistics may be
 // read from any thread. Two threads of its own: the ack reader and a
@@ -50,10 +53,22 @@
 
 namespace clocksync::collector {
 
+// The local archive of a tracing phase: <trace_dir>/<name>.r<rank>, and
+// <trace_dir>/<name>.r<rank>.p<phase> for the phases after the first.
+std::string LocalArchiveDir(const std::string& trace_dir,
+                            const std::string& name, int32_t rank,
+                            uint32_t phase);
+
 struct StreamingOptions {
   Contact contact;
   // The rank the process asks for; -1: the collector assigns one.
   int32_t requested_rank = -1;
+  // The tracing phase (Hello.phase): 0 the first; k > 0 continues
+  // requested_rank after a Finish with more_phases.
+  uint32_t phase = 0;
+  // Set from another thread: Connect gives up its waits (the connection,
+  // the Welcome) within ~50 ms and returns Cancelled. May be null.
+  const std::atomic<bool>* abort = nullptr;
   // Who the process is (its rank is the Welcome's).
   trace::ProcessInfo info;
   // The local archive, should the collector be lost:
@@ -73,7 +88,8 @@ struct StreamingOptions {
 class StreamingSink : public trace::TraceSink {
  public:
   // Connects, says Hello and waits for the Welcome, all within timeout_ns.
-  // Errors: Unavailable / DeadlineExceeded (unreachable, or no answer),
+  // Errors: Cancelled (options.abort was set), Unavailable /
+  // DeadlineExceeded (unreachable, or no answer),
   // PermissionDenied (the token), OutOfRange / AlreadyExists /
   // ResourceExhausted (the rank), FailedPrecondition (protocol version),
   // InvalidArgument (a TLS file), each with the collector's message.
@@ -85,6 +101,9 @@ class StreamingSink : public trace::TraceSink {
 
   int32_t rank() const { return rank_; }
   int32_t world_size() const { return world_size_; }
+  // Finish tells the collector another phase of this rank follows
+  // (Finish.more_phases). Before Finish, from the thread that calls it.
+  void set_more_phases(bool more) { more_phases_ = more; }
 
   absl::Status AppendEvents(uint32_t thread_index,
                             const std::string& thread_name,
@@ -107,6 +126,10 @@ class StreamingSink : public trace::TraceSink {
   uint64_t events_acknowledged() const {
     return events_acked_.load(std::memory_order_relaxed);
   }
+  // The ranks the collector said were lost (PeerLost), in the order told,
+  // each once.
+  std::vector<int32_t> lost_peers() const;
+
   // Whether the sink fell back to the local archive, and why.
   bool fell_back() const { return fell_back_.load(std::memory_order_acquire); }
   std::string fallback_reason() const;
@@ -146,16 +169,19 @@ class StreamingSink : public trace::TraceSink {
   std::thread reader_;
   std::thread watchdog_;
 
-  std::mutex mutex_;  // the members down to stop_
+  mutable std::mutex mutex_;  // the members down to stop_
   std::condition_variable changed_;  // acks, the stream's end, stop
   std::deque<Retained> retained_;    // sent, not acknowledged
   std::vector<std::string> spare_;   // buffers of acknowledged batches
   uint64_t unacked_bytes_ = 0;
   uint64_t acked_batch_ = 0;
   bool finished_ack_ = false;
+  std::vector<int32_t> lost_peers_;
   bool broken_ = false;          // the reader saw the stream end
   int64_t deadline_ns_ = 0;      // of the guarded call running; 0: none
   bool stalled_ = false;         // the watchdog cancelled a stalled call
+  bool aborted_ = false;         // the watchdog cancelled on options.abort
+  bool connecting_ = true;       // until the Welcome (options.abort applies)
   bool stop_ = false;
 
   // Writer side (calls do not overlap).
@@ -167,6 +193,7 @@ class StreamingSink : public trace::TraceSink {
   size_t sent_sessions_ = 0;
   bool sent_truth_ = false;
   bool finished_ = false;
+  bool more_phases_ = false;
   std::unique_ptr<trace::TraceSink> local_;  // after a fallback
   absl::Status local_error_;  // the fallback could not be made
 

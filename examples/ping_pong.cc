@@ -25,8 +25,10 @@
 // local cluster every rank sits on a different node with its own modeled
 // clock (the daemons leave <shm>.model beside their segments): the events
 // carry real offsets and drifts for the post-mortem corrections to correct.
-// Each rank writes <trace_dir>/<name>.r<rank>. Exit status: 0 when every
-// rank finished and wrote its trace, 1 otherwise.
+// Each rank writes <trace_dir>/<name>.r<rank>. With a collector, a rank
+// whose peer went away asks the tracer which rank the collector says was
+// lost (Tracer::LostPeers) and prints it. Exit status: 0 when every rank
+// finished and wrote its trace, 1 otherwise.
 
 #include <signal.h>
 #include <sys/socket.h>
@@ -48,6 +50,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "client/clock.h"
 #include "tracer/tracer.h"
@@ -276,6 +279,17 @@ int RunRank(int rank, int ranks, const RankSockets& sockets) {
       }
       next_timesync_ns += timesync_every_ns;
     }
+  }
+  if (!ok && !options.collector.empty()) {
+    // A peer went away: the collector says which rank was lost (it tells
+    // every process when one dies).
+    std::vector<int32_t> lost;
+    for (int i = 0; i < 100 && lost.empty(); ++i) {
+      lost = Tracer::LostPeers();
+      if (lost.empty()) usleep(50'000);
+    }
+    std::fprintf(stderr, "rank %d: the collector says rank(s) %s lost\n", rank,
+                 lost.empty() ? "none" : absl::StrJoin(lost, ",").c_str());
   }
   const absl::Status finalized = Tracer::Finalize();
   const clocksync::TracerStats stats = Tracer::Stats();

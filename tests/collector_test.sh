@@ -8,9 +8,10 @@
 #     reads with every rank's events, zero clock-condition violations for
 #     the online correction; no local archive; clocksync-trace reads the
 #     raw archives the collector kept.
-#  2. SIGKILL of one process mid-run: the others finish, the collector
-#     writes the archive, marks the killed rank lost with the time of its
-#     last event, and exits 3.
+#  2. SIGKILL of one process mid-run: the others are told by the collector
+#     which rank was lost (PeerLost, Tracer::LostPeers) and finish, the
+#     collector writes the archive, marks the killed rank lost with the
+#     time of its last event, and exits 3.
 #  3. SIGKILL of the collector mid-run: every process falls back to its
 #     local archive and says so; the collector's raw archives joined with
 #     the local ones (clocksync-collector --recover_raw_dir) hold every
@@ -143,6 +144,9 @@ cat "$work/p2.out"
 grep -q '^rank 2 lost: [1-9][0-9]* events, .*, last event at [0-9]*\.[0-9]\{9\} (online); the stream' \
   "$work/p2.out" || fail "rank 2 not reported lost with its last event"
 [[ $(grep -c '^rank [013] finished: ' "$work/p2.out") == 3 ]] || fail "the others did not finish"
+told=$(grep -c '^rank [013]: the collector says rank(s) 2 lost$' "$work/p2.pp.err" || true)
+echo "$told of 3 surviving ranks were told that rank 2 was lost"
+[[ "$told" == 3 ]] || { cat "$work/p2.pp.err"; fail "the others were not told of rank 2"; }
 events=$(sed -n 's/^archive .*: 4 of 4 ranks, \([0-9]*\) events.*/\1/p' "$work/p2.out")
 read -r printed ranks < <(otf2_events "$work/p2.otf2")
 [[ "$printed" == "$events" && "$ranks" == 4 ]] || fail "otf2-print shows $printed events of $ranks ranks, want $events of 4"

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <new>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
@@ -46,6 +47,8 @@ int Fail(const absl::Status& status) {
       return Tracer::IsActive() ? CLOCKSYNC_EALREADY : CLOCKSYNC_ENOTINIT;
     case absl::StatusCode::kResourceExhausted:
       return CLOCKSYNC_ENOMEM;
+    case absl::StatusCode::kCancelled:
+      return CLOCKSYNC_EABORTED;
     case absl::StatusCode::kUnavailable:
     case absl::StatusCode::kNotFound:
     case absl::StatusCode::kPermissionDenied:
@@ -120,20 +123,33 @@ int cs_trace_init(const cs_trace_options* options) {
   }
 }
 
-int cs_trace_finalize(void) {
+namespace {
+
+int FinalizeC(bool phase) {
   t_last_error.clear();
   if (!Tracer::IsActive()) {
     t_last_error = "tracer: not initialized";
     return CLOCKSYNC_ENOTINIT;
   }
   try {
-    const absl::Status status = Tracer::Finalize();
+    const absl::Status status =
+        phase ? Tracer::FinalizePhase() : Tracer::Finalize();
     if (status.ok()) return CLOCKSYNC_OK;
     t_last_error = status.ToString();
     return CLOCKSYNC_EIO;
   } catch (const std::bad_alloc&) {
     return CLOCKSYNC_ENOMEM;
   }
+}
+
+}  // namespace
+
+int cs_trace_finalize(void) { return FinalizeC(false); }
+
+int cs_trace_finalize_phase(void) { return FinalizeC(true); }
+
+int cs_trace_abort(void) {
+  return Tracer::AbortInit() ? CLOCKSYNC_OK : CLOCKSYNC_ENOTINIT;
 }
 
 int32_t cs_trace_region_def(const char* name) {
@@ -210,6 +226,24 @@ int cs_trace_timesync(void) {
       return CLOCKSYNC_ENOTINIT;
     }
     return CLOCKSYNC_ENOMASTER;
+  } catch (const std::bad_alloc&) {
+    return CLOCKSYNC_ENOMEM;
+  }
+}
+
+int32_t cs_trace_peer_lost(int32_t* ranks, int32_t capacity) {
+  t_last_error.clear();
+  if (capacity < 0 || (capacity > 0 && ranks == nullptr)) {
+    t_last_error = "cs_trace_peer_lost: ranks is NULL or capacity < 0";
+    return CLOCKSYNC_EINVAL;
+  }
+  try {
+    const std::vector<int32_t> lost = Tracer::LostPeers();
+    for (size_t i = 0; i < lost.size() && i < static_cast<size_t>(capacity);
+         ++i) {
+      ranks[i] = lost[i];
+    }
+    return static_cast<int32_t>(lost.size());
   } catch (const std::bad_alloc&) {
     return CLOCKSYNC_ENOMEM;
   }

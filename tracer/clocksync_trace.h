@@ -27,8 +27,8 @@
  *
  * The recording functions (enter, leave, send, recv, collective_begin/end)
  * take no lock, allocate nothing and make no system call beyond the vDSO
- * clock read in steady state; they are thread-safe. init and finalize must
- * not overlap with other calls.
+ * clock read in steady state; they are thread-safe, as is cs_trace_abort.
+ * init and finalize must not overlap with other calls.
  */
 #ifndef CLOCKSYNC_TRACER_CLOCKSYNC_TRACE_H_
 #define CLOCKSYNC_TRACER_CLOCKSYNC_TRACE_H_
@@ -115,6 +115,19 @@ int cs_trace_init(const cs_trace_options* options);
  * disk). */
 int cs_trace_finalize(void);
 
+/* Ends a tracing phase: as cs_trace_finalize, and the next cs_trace_init
+ * continues the trace as its next phase with the same rank (the collector
+ * keeps the rank open between phases and joins them; without one each
+ * phase has its own archive, <name>.r<rank>.p<phase> after the first).
+ * Init and finalize_phase may repeat; cs_trace_finalize ends the last
+ * phase (or the exit does). Codes as cs_trace_finalize. */
+int cs_trace_finalize_phase(void);
+
+/* From another thread: makes a cs_trace_init that waits for the collector
+ * return CLOCKSYNC_EABORTED within ~50 ms (nothing started). 0 when an
+ * init was waiting, CLOCKSYNC_ENOTINIT when none was. */
+int cs_trace_abort(void);
+
 /* Defines a region; returns its id (>= 0; the same for the same name) or a
  * negative code (CLOCKSYNC_EINVAL, CLOCKSYNC_ENOTINIT, CLOCKSYNC_ENOMEM). */
 int32_t cs_trace_region_def(const char* name);
@@ -148,6 +161,13 @@ int cs_trace_timesync(void);
 int32_t cs_trace_rank(void);
 /* Ranks in the program as the session knows them; 0: unknown. */
 int32_t cs_trace_world_size(void);
+/* Fail-safe: the ranks the collector said were lost (killed, cut off),
+ * in the order told: up to `capacity` of them into ranks[]; returns how
+ * many there are (may exceed capacity; 0 without a collector), or
+ * CLOCKSYNC_EINVAL. The current session's (the last one's after
+ * finalize). A program may poll it when a peer stops answering. */
+int32_t cs_trace_peer_lost(int32_t* ranks, int32_t capacity);
+
 /* The message of the last failed cs_trace_init, cs_trace_finalize,
  * cs_trace_*_def or cs_trace_timesync on the calling thread; "" if none.
  * Valid until the next such call on this thread. */

@@ -126,6 +126,7 @@ TracerStats TracingSession::Stats() {
   stats.collector_note = collector_note_;
   if (streaming_ != nullptr) {
     stats.events_streamed = streaming_->events_acknowledged();
+    stats.lost_peers = streaming_->lost_peers();
     if (streaming_->fell_back()) {
       stats.collector_fallback = true;
       stats.collector_note = streaming_->fallback_reason();

@@ -64,6 +64,8 @@ class TracingSession {
   TraceRecords& records() { return records_; }
   ThreadRegistry& threads() { return threads_; }
   ArchiveWriter& archive() { return archive_; }
+  // The collector stream (in archive()); null with a local archive.
+  collector::StreamingSink* streaming() { return streaming_; }
 
   // The segment's sequence word changed under `state`: read the mapping
   // and record it if it differs from the last one recorded.

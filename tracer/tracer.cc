@@ -58,6 +58,22 @@ uint64_t g_next_generation = 1;  // under g_lifecycle_mutex
 std::atomic<int32_t> g_rank{-1};
 std::atomic<int32_t> g_world_size{0};
 
+// Tracing phases (FinalizePhase), under g_lifecycle_mutex: the phase the
+// next Init starts (0: a new trace), and what it continues.
+uint32_t g_next_phase = 0;
+int32_t g_phase_rank = -1;
+int32_t g_phase_world_size = 0;
+TracerOptions g_phase_options;     // the last phase's, for the end at exit
+trace::ProcessInfo g_phase_info;
+// The current (or last) session's phase (Stats).
+std::atomic<uint32_t> g_phase{0};
+
+// AbortInit: whether an Init waits for the collector, and the flag that
+// tells it to stop (read by the StreamingSink).
+std::mutex g_abort_mutex;
+bool g_init_waiting = false;  // under g_abort_mutex
+std::atomic<bool> g_abort_init{false};
+
 // The last session's statistics, kept after Finalize.
 std::mutex g_last_stats_mutex;
 TracerStats g_last_stats;
@@ -88,6 +104,32 @@ std::string HostName() {
   return name;
 }
 
+absl::StatusOr<std::unique_ptr<collector::StreamingSink>> ConnectCollector(
+    const TracerOptions& options, const trace::ProcessInfo& info,
+    uint32_t phase);
+
+// A process that exits between phases ends them: an empty last phase
+// tells its collector the rank is done.
+void EndPhasesAtExit() {
+  std::lock_guard<std::mutex> lock(g_lifecycle_mutex);
+  if (g_next_phase == 0 || g_phase_options.collector.empty()) return;
+  TracerOptions options = g_phase_options;
+  options.rank = g_phase_rank;
+  absl::StatusOr<std::unique_ptr<collector::StreamingSink>> sink =
+      ConnectCollector(options, g_phase_info, g_next_phase);
+  g_next_phase = 0;
+  if (!sink.ok()) {
+    Warn(absl::StrCat("ending the tracing phases at exit: ",
+                      sink.status().message()));
+    return;
+  }
+  const absl::Status status = (*sink)->Finish({}, {}, {}, {}, std::nullopt);
+  if (!status.ok()) {
+    Warn(absl::StrCat("ending the tracing phases at exit: ",
+                      status.message()));
+  }
+}
+
 // Finalize at exit for a program that forgot to.
 void FinalizeAtExit() {
   if (Tracer::IsActive()) {
@@ -96,6 +138,7 @@ void FinalizeAtExit() {
       Warn(absl::StrCat("finalize at exit: ", status.ToString()));
     }
   }
+  EndPhasesAtExit();
 }
 
 // What a fatal-signal handler runs: complete the active session's archive.
@@ -107,13 +150,16 @@ void CompleteFromFatalSignal() {
 
 // Connects to the collector of options.collector (validated).
 absl::StatusOr<std::unique_ptr<collector::StreamingSink>> ConnectCollector(
-    const TracerOptions& options, const trace::ProcessInfo& info) {
+    const TracerOptions& options, const trace::ProcessInfo& info,
+    uint32_t phase) {
   absl::StatusOr<collector::Contact> contact =
       collector::ParseContact("CLOCKSYNC_COLLECTOR", options.collector);
   if (!contact.ok()) return contact.status();
   collector::StreamingOptions streaming;
   streaming.contact = *contact;
   streaming.requested_rank = options.rank;
+  streaming.phase = phase;
+  streaming.abort = &g_abort_init;
   streaming.info = info;
   streaming.fallback_trace_dir = options.trace_dir;
   streaming.fallback_name = options.name;
@@ -146,6 +192,14 @@ absl::Status Tracer::Init(const TracerOptions& given) {
     absl::StatusOr<TracerOptions> options = EffectiveOptions(given);
     if (!options.ok()) return options.status();
     parts.options = std::move(*options);
+  }
+  // A later phase continues the rank (and the world) of the first.
+  const uint32_t phase = g_next_phase;
+  if (phase > 0) {
+    parts.options.rank = g_phase_rank;
+    if (parts.options.world_size == 0) {
+      parts.options.world_size = g_phase_world_size;
+    }
   }
   const TracerOptions& options = parts.options;
   if (!options.probe_key_file.empty()) {
@@ -195,8 +249,17 @@ absl::Status Tracer::Init(const TracerOptions& given) {
   info.tick_period_ns = 1.0;
   info.origin_ns = tracer::LocalClock(parts.model).At(Clock::RawNowNs());
   if (!options.collector.empty()) {
+    {
+      std::lock_guard<std::mutex> lock(g_abort_mutex);
+      g_abort_init.store(false, std::memory_order_release);
+      g_init_waiting = true;
+    }
     absl::StatusOr<std::unique_ptr<collector::StreamingSink>> sink =
-        ConnectCollector(options, info);
+        ConnectCollector(options, info, phase);
+    {
+      std::lock_guard<std::mutex> lock(g_abort_mutex);
+      g_init_waiting = false;
+    }
     if (sink.ok()) {
       parts.options.rank = (*sink)->rank();
       if (parts.options.world_size == 0) {
@@ -204,8 +267,9 @@ absl::Status Tracer::Init(const TracerOptions& given) {
       }
       parts.streaming = sink->get();
       parts.writer = *std::move(sink);
-    } else if (sink.status().code() == absl::StatusCode::kInvalidArgument) {
-      return sink.status();  // a configuration error (a TLS file)
+    } else if (sink.status().code() == absl::StatusCode::kInvalidArgument ||
+               sink.status().code() == absl::StatusCode::kCancelled) {
+      return sink.status();  // a configuration error (a TLS file), abort
     } else {
       parts.collector_note = std::string(sink.status().message());
       Warn(absl::StrCat("no collector (", sink.status().message(),
@@ -214,8 +278,8 @@ absl::Status Tracer::Init(const TracerOptions& given) {
   }
   if (parts.writer == nullptr) {
     if (parts.options.rank < 0) parts.options.rank = 0;
-    const std::string archive_dir = absl::StrCat(
-        options.trace_dir, "/", options.name, ".r", parts.options.rank);
+    const std::string archive_dir = collector::LocalArchiveDir(
+        options.trace_dir, options.name, parts.options.rank, phase);
     info.rank = parts.options.rank;
     absl::StatusOr<std::unique_ptr<trace::Otf2Writer>> writer =
         trace::Otf2Writer::Create(archive_dir, info);
@@ -226,6 +290,9 @@ absl::Status Tracer::Init(const TracerOptions& given) {
 
   g_rank.store(parts.options.rank, std::memory_order_relaxed);
   g_world_size.store(parts.options.world_size, std::memory_order_relaxed);
+  g_phase.store(phase, std::memory_order_relaxed);
+  g_phase_options = parts.options;
+  g_phase_info = info;
   const uint64_t generation = g_next_generation++;
   auto session =
       std::make_unique<TracingSession>(std::move(parts), generation);
@@ -264,13 +331,31 @@ absl::Status Tracer::Init(const TracerOptions& given) {
   return absl::OkStatus();
 }
 
-absl::Status Tracer::Finalize() {
+absl::Status Tracer::Finalize() { return FinalizeSession(false); }
+
+absl::Status Tracer::FinalizePhase() { return FinalizeSession(true); }
+
+bool Tracer::AbortInit() noexcept {
+  std::lock_guard<std::mutex> lock(g_abort_mutex);
+  if (!g_init_waiting) return false;
+  g_abort_init.store(true, std::memory_order_release);
+  return true;
+}
+
+absl::Status Tracer::FinalizeSession(bool more_phases) {
   std::unique_ptr<TracingSession> session;
   {
     std::lock_guard<std::mutex> lock(g_lifecycle_mutex);
     session.reset(g_session.load(std::memory_order_acquire));
     if (session == nullptr) {
       return absl::FailedPreconditionError("tracer: not initialized");
+    }
+    const uint32_t phase = g_phase.load(std::memory_order_relaxed);
+    g_next_phase = more_phases ? phase + 1 : 0;
+    g_phase_rank = session->rank();
+    g_phase_world_size = session->options().world_size;
+    if (session->streaming() != nullptr) {
+      session->streaming()->set_more_phases(more_phases);
     }
     // No new thread attaches from now on; recording calls return false.
     g_hot.generation.store(0, std::memory_order_release);
@@ -289,6 +374,7 @@ absl::Status Tracer::Finalize() {
   {
     std::lock_guard<std::mutex> lock(g_last_stats_mutex);
     g_last_stats = session->Stats();
+    g_last_stats.phase = g_phase.load(std::memory_order_relaxed);
   }
   {
     std::lock_guard<std::mutex> lock(g_lifecycle_mutex);
@@ -305,6 +391,8 @@ absl::Status Tracer::Finalize() {
 bool Tracer::IsActive() noexcept {
   return g_hot.generation.load(std::memory_order_acquire) != 0;
 }
+
+std::vector<int32_t> Tracer::LostPeers() { return Stats().lost_peers; }
 
 int32_t Tracer::Rank() noexcept {
   return g_rank.load(std::memory_order_relaxed);
@@ -355,7 +443,9 @@ TracerStats Tracer::Stats() {
   {
     std::lock_guard<std::mutex> lock(g_lifecycle_mutex);
     if (TracingSession* session = g_session.load(std::memory_order_acquire)) {
-      return session->Stats();
+      TracerStats stats = session->Stats();
+      stats.phase = g_phase.load(std::memory_order_relaxed);
+      return stats;
     }
   }
   std::lock_guard<std::mutex> lock(g_last_stats_mutex);

@@ -83,9 +83,9 @@
 // on stderr and empty sync sessions; the program is never failed by it.
 //
 // Thread safety: the recording functions, DefineRegion,
-// DefineCommunicator, Timesync, SetThreadName and Stats may be called from
-// any thread at any time. Init and Finalize must not overlap with any other
-// call: call Init before the threads that record start, Finalize after they
+// DefineCommunicator, Timesync, SetThreadName, Stats and AbortInit may be
+// called from any thread at any time. Init and Finalize must not overlap
+// with any other call: call Init before the threads that record start, Finalize after they
 // stopped recording (joined threads flush their buffers when they exit).
 // Recording calls before Init or after Finalize do nothing and return false.
 
@@ -94,6 +94,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -201,6 +202,8 @@ struct TracerStats {
   bool collector_fallback = false;  // the collector was unreachable or lost:
                                     // the local archive took over
   std::string collector_note;    // why ("" none)
+  uint32_t phase = 0;            // the tracing phase (FinalizePhase)
+  std::vector<int32_t> lost_peers;  // ranks the collector said were lost
   std::string first_error;       // first archive error ("" none)
 };
 
@@ -226,6 +229,30 @@ class Tracer {
   // had (events were then counted as dropped); FailedPrecondition when not
   // initialized. The tracer is stopped in every case.
   static absl::Status Finalize();
+
+  // Ends a tracing phase: as Finalize, and the next Init continues the
+  // program's trace as its next phase (Stats().phase + 1) with the same
+  // rank: the collector keeps the rank open between phases (the run is
+  // not done) and joins the phases into the rank's one trace in its
+  // archive; without a collector each phase has its own local archive,
+  // <name>.r<rank> then <name>.r<rank>.p<phase>. Init/FinalizePhase may
+  // repeat any number of times; Finalize ends the last phase. A process
+  // that exits between phases ends them at exit (an empty last phase).
+  static absl::Status FinalizePhase();
+
+  // Makes an Init that waits for the collector (connecting, or for the
+  // Welcome: up to collector_timeout_ns) return Cancelled within ~50 ms,
+  // from another thread: for a program that decided the run failed.
+  // Nothing of that Init is left running. True when an Init was waiting
+  // and is told; false when none was (nothing happens).
+  static bool AbortInit() noexcept;
+
+  // Fail-safe: the ranks of the program the collector said were lost
+  // (killed, cut off, or refused by it), in the order told; the tracer
+  // also warns once for each. Empty without a collector. A program may
+  // poll it, e.g. when a peer stops answering, to learn which one failed.
+  // The current session's (the last one's after Finalize).
+  static std::vector<int32_t> LostPeers();
 
   // Whether Init succeeded and Finalize has not run.
   static bool IsActive() noexcept;
@@ -283,6 +310,9 @@ class Tracer {
 
   // Counters of the current session (of the last one after Finalize).
   static TracerStats Stats();
+
+ private:
+  static absl::Status FinalizeSession(bool more_phases);
 };
 
 // Enter on construction, Leave on destruction.

@@ -24,6 +24,7 @@
 #include "collector/collection.h"
 #include "collector/collector_service.h"
 #include "collector/contact.h"
+#include "collector/run_archive.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "trace/otf2_reader.h"
@@ -95,6 +96,14 @@ class TracerCollectorTest : public ::testing::Test {
       });
     }
     for (std::thread& w : workers) w.join();
+  }
+
+  // Records `pairs` Enter/Leave pairs on the calling thread.
+  static void RecordHere(uint32_t region, int pairs) {
+    for (int i = 0; i < pairs; ++i) {
+      ASSERT_TRUE(Tracer::Enter(region));
+      ASSERT_TRUE(Tracer::Leave(region));
+    }
   }
 
   std::string dir_, raw_dir_, token_;
@@ -221,6 +230,163 @@ TEST_F(TracerCollectorTest, CollectorGoneMidRunLosesNoEvent) {
   for (const auto& [thread, s] : stamps) events += s.size();
   EXPECT_EQ(events, stats.events_recorded);
   EXPECT_EQ(events, 80000u);
+}
+
+TEST_F(TracerCollectorTest, PhasesKeepTheRankAndTheCollectorJoinsThem) {
+  StartCollector(1);
+  options_.rank = -1;
+  ASSERT_TRUE(Tracer::Init(options_).ok());
+  EXPECT_EQ(Tracer::Stats().phase, 0u);
+  RecordHere(*Tracer::DefineRegion("first"), 100);
+  ASSERT_TRUE(Tracer::FinalizePhase().ok());
+  std::vector<collector::RankStatus> status = collection_->Status();
+  ASSERT_EQ(status.size(), 1u);
+  EXPECT_EQ(status[0].state, collector::RankState::kBetweenPhases);
+  // Between phases the run is not done.
+  EXPECT_FALSE(collection_->WaitUntilDone(absl::ZeroDuration()));
+
+  // The next phase: the same rank, new definitions (ids start again).
+  ASSERT_TRUE(Tracer::Init(options_).ok());
+  EXPECT_EQ(Tracer::Rank(), 0);
+  EXPECT_EQ(Tracer::Stats().phase, 1u);
+  RecordHere(*Tracer::DefineRegion("second"), 30);
+  RecordHere(*Tracer::DefineRegion("first"), 20);
+  ASSERT_EQ(cs_trace_finalize_phase(), CLOCKSYNC_OK);
+  ASSERT_TRUE(Tracer::Init(options_).ok());
+  EXPECT_EQ(Tracer::Stats().phase, 2u);
+  RecordHere(*Tracer::DefineRegion("third"), 10);
+  ASSERT_TRUE(Tracer::Finalize().ok());
+  EXPECT_FALSE(Tracer::Stats().collector_fallback)
+      << Tracer::Stats().collector_note;
+  EXPECT_TRUE(collection_->WaitUntilDone(absl::ZeroDuration()));
+
+  status = collection_->Status();
+  ASSERT_EQ(status.size(), 1u);
+  EXPECT_EQ(status[0].state, collector::RankState::kFinished) << status[0].note;
+  EXPECT_EQ(status[0].phase, 2u);
+  ASSERT_EQ(status[0].phase_dirs.size(), 3u);
+  EXPECT_EQ(status[0].phase_dirs[2], raw_dir_ + "/rank.0.phase.2");
+  EXPECT_EQ(status[0].events, 200u + 100u + 20u);
+  absl::StatusOr<trace::ProcessTrace> joined =
+      collector::ReadRankPhases(status[0].phase_dirs);
+  ASSERT_TRUE(joined.ok()) << joined.status();
+  EXPECT_FALSE(joined->truncated) << joined->truncation_note;
+  // One thread (the test's), the phases' events in order, regions by name.
+  ASSERT_EQ(joined->threads.size(), 1u);
+  const std::vector<trace::Event>& events = joined->threads[0].events;
+  ASSERT_EQ(events.size(), 320u);
+  for (size_t i = 1; i < events.size(); ++i) {
+    ASSERT_LT(events[i - 1].stamp, events[i].stamp) << i;
+  }
+  std::map<uint32_t, std::string> names;
+  for (const trace::Region& r : joined->regions) names[r.id] = r.name;
+  EXPECT_EQ(names.size(), 3u);
+  EXPECT_EQ(names[events[0].region], "first");
+  EXPECT_EQ(names[events[200].region], "second");
+  EXPECT_EQ(names[events[260].region], "first");
+  EXPECT_EQ(names[events[300].region], "third");
+  // Every phase's sync sessions and records are the rank's.
+  EXPECT_EQ(joined->info.rank, 0);
+}
+
+TEST_F(TracerCollectorTest, LocalPhasesHaveAnArchiveEach) {
+  options_.rank = 3;
+  ASSERT_TRUE(Tracer::Init(options_).ok());
+  RecordOnThreads(*Tracer::DefineRegion("a"), 1, 5);
+  ASSERT_TRUE(Tracer::FinalizePhase().ok());
+  options_.rank = 7;  // ignored: a phase continues the rank
+  ASSERT_TRUE(Tracer::Init(options_).ok());
+  EXPECT_EQ(Tracer::Rank(), 3);
+  RecordOnThreads(*Tracer::DefineRegion("b"), 1, 6);
+  ASSERT_TRUE(Tracer::Finalize().ok());
+  absl::StatusOr<trace::ProcessTrace> first =
+      trace::ReadProcessTrace(options_.trace_dir + "/app.r3");
+  ASSERT_TRUE(first.ok()) << first.status();
+  absl::StatusOr<trace::ProcessTrace> second =
+      trace::ReadProcessTrace(options_.trace_dir + "/app.r3.p1");
+  ASSERT_TRUE(second.ok()) << second.status();
+  ASSERT_EQ(second->threads.size(), 1u);
+  EXPECT_EQ(second->threads[0].events.size(), 12u);
+  // After Finalize the next Init is a new trace (phase 0 again).
+  options_.trace_dir = dir_ + "/again";
+  ASSERT_TRUE(Tracer::Init(options_).ok());
+  EXPECT_EQ(Tracer::Stats().phase, 0u);
+  EXPECT_EQ(Tracer::Rank(), 7);
+  ASSERT_TRUE(Tracer::Finalize().ok());
+}
+
+TEST_F(TracerCollectorTest, AbortInitReturnsFromAnotherThread) {
+  EXPECT_FALSE(Tracer::AbortInit());  // no Init waits
+  EXPECT_EQ(cs_trace_abort(), CLOCKSYNC_ENOTINIT);
+  // A port bound but never listening: Init keeps trying to connect.
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  socklen_t length = sizeof(address);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  options_.collector =
+      absl::StrCat(token_, "@127.0.0.1:", ntohs(address.sin_port));
+  options_.collector_timeout_ns = 600'000'000'000;
+  std::atomic<bool> told{false};
+  std::thread aborter([&] {
+    while (!Tracer::AbortInit()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    told = true;
+  });
+  const auto start = std::chrono::steady_clock::now();
+  const absl::Status status = Tracer::Init(options_);
+  const auto took = std::chrono::steady_clock::now() - start;
+  aborter.join();
+  EXPECT_TRUE(told);
+  EXPECT_EQ(status.code(), absl::StatusCode::kCancelled) << status;
+  EXPECT_NE(status.message().find("aborted"), std::string::npos) << status;
+  EXPECT_LT(took, std::chrono::seconds(30));
+  EXPECT_FALSE(Tracer::IsActive());
+  close(fd);
+  // Nothing is left behind: the next Init works.
+  options_.collector.clear();
+  ASSERT_TRUE(Tracer::Init(options_).ok());
+  ASSERT_TRUE(Tracer::Finalize().ok());
+}
+
+TEST_F(TracerCollectorTest, AbortInitCutsTheWaitForASilentCollector) {
+  // A listening socket that never answers: the kernel accepts, gRPC's
+  // handshake and the Welcome never complete.
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  ASSERT_EQ(listen(fd, 8), 0);
+  socklen_t length = sizeof(address);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  setenv("CLOCKSYNC_COLLECTOR",
+         absl::StrCat(token_, "@127.0.0.1:", ntohs(address.sin_port)).c_str(),
+         1);
+  setenv("CLOCKSYNC_COLLECTOR_TIMEOUT_MS", "600000", 1);
+  std::thread aborter([&] {
+    while (cs_trace_abort() != CLOCKSYNC_OK) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  });
+  cs_trace_options options;
+  cs_trace_options_init(&options);
+  const std::string trace_dir = dir_ + "/c";
+  options.trace_dir = trace_dir.c_str();
+  options.shm_path = options_.shm_path.c_str();
+  options.install_signal_handlers = 0;
+  EXPECT_EQ(cs_trace_init(&options), CLOCKSYNC_EABORTED);
+  EXPECT_NE(std::string(cs_trace_last_error()).find("aborted"),
+            std::string::npos)
+      << cs_trace_last_error();
+  aborter.join();
+  unsetenv("CLOCKSYNC_COLLECTOR");
+  unsetenv("CLOCKSYNC_COLLECTOR_TIMEOUT_MS");
+  EXPECT_FALSE(Tracer::IsActive());
+  close(fd);
 }
 
 TEST_F(TracerCollectorTest, BadContactIsAConfigurationError) {

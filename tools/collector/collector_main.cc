@@ -338,8 +338,6 @@ int Run() {
   signal_thread.join();
 
   const std::vector<RankStatus> ranks = collection.Status();
-  std::vector<std::string> raw_dirs;
-  for (const RankStatus& r : ranks) raw_dirs.push_back(r.archive_dir);
   bool every_rank_finished = static_cast<int32_t>(ranks.size()) == processes;
   for (const RankStatus& r : ranks) {
     every_rank_finished &= r.state == RankState::kFinished;
@@ -351,12 +349,23 @@ int Run() {
         "Hellos, %d malformed messages\n",
         stats.refused_token, stats.refused_hello, stats.malformed_messages);
   }
-  if (raw_dirs.empty()) {
+  if (ranks.empty()) {
     std::cerr << "clocksync-collector: no process joined: no archive\n";
     return 3;
   }
+  // Each rank's trace: its tracing phases joined.
+  std::vector<trace::ProcessTrace> traces;
+  for (const RankStatus& r : ranks) {
+    absl::StatusOr<trace::ProcessTrace> trace = ReadRankPhases(r.phase_dirs);
+    if (!trace.ok()) {
+      std::cerr << "clocksync-collector: cannot read rank " << r.rank << ": "
+                << trace.status().message() << "\n";
+      return 2;
+    }
+    traces.push_back(*std::move(trace));
+  }
   absl::StatusOr<RunArchiveResult> result =
-      WriteRunArchive(raw_dirs, output, archive_options);
+      WriteRunArchive(std::move(traces), output, archive_options);
   if (!result.ok()) {
     std::cerr << "clocksync-collector: cannot write the archive: "
               << result.status().message() << " (the raw archives are in "
@@ -373,12 +382,16 @@ int Run() {
     std::string line = absl::StrFormat(
         "rank %d %s: %d events, host %s pid %d", r.rank,
         RankStateName(r.state), span.events, r.info.hostname, r.info.pid);
+    if (r.phase > 0) absl::StrAppend(&line, ", ", r.phase + 1, " phases");
     if (span.has_events) {
       absl::StrAppend(&line, ", last event at ",
                       GlobalTime(span.last_event_global_ns), " (",
                       hull::CorrectionKindName(result->correction_used), ")");
     }
     if (r.state == RankState::kLost) absl::StrAppend(&line, "; ", r.note);
+    if (r.state == RankState::kBetweenPhases) {
+      absl::StrAppend(&line, "; its next phase never came");
+    }
     absl::StrAppend(&summary, line, "\n");
   }
   for (int32_t rank = 0; rank < processes; ++rank) {
