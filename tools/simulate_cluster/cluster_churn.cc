@@ -214,6 +214,10 @@ std::string ClusterSim::Impl::Run() {
     for (auto it = restarts_.begin(); it != restarts_.end();) {
       if (it->first < end) {
         InitNode(it->second, true);
+        // The new process's first pass comes within an interval of its start.
+        Node& n = nodes_[it->second];
+        n.next_event_ns =
+            it->first + static_cast<int64_t>(NextUniform(n.rng) * static_cast<double>(interval_ns_));
         ms_->Restart(ids_[it->second]);
         membership_active_ = true;
         it = restarts_.erase(it);

@@ -33,6 +33,9 @@ std::string ValidateOptions(const ClusterSimOptions& o) {
   }
   if (!(o.warmup_s >= 0)) return Bad("warmup_s", "must be >= 0", o.warmup_s);
   if (o.threads < 1 || o.threads > 64) return Bad("threads", "must be in [1, 64]", o.threads);
+  if (o.min_nodes_per_split < 1) {
+    return Bad("min_nodes_per_split", "must be >= 1", o.min_nodes_per_split);
+  }
   if (!(o.window_s >= 1)) return Bad("window_s", "must be >= 1", o.window_s);
   if (o.window_levels < 1 || o.window_levels > 8) {
     return Bad("window_levels", "must be in [1, 8]", o.window_levels);
@@ -205,7 +208,7 @@ void ClusterSim::Impl::Event(int i, int64_t t, StatsAcc& acc) {
 void ClusterSim::Impl::ProcessSlice(int64_t end_ns) {
   for (const std::vector<int>& group : groups_) {
     const int threads =
-        group.size() >= 4'000 ? o_.threads : 1;
+        static_cast<int>(group.size()) >= o_.min_nodes_per_split ? o_.threads : 1;
     auto work = [&](int k) {
       const size_t from = group.size() * k / threads;
       const size_t to = group.size() * (k + 1) / threads;

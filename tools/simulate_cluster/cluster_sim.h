@@ -51,6 +51,9 @@ struct ClusterSimOptions {
   double warmup_s = 120;  // Errors are counted from here on.
   uint64_t seed = 1;
   int threads = 1;
+  // A depth's nodes are split over the threads only when it has at least
+  // this many (fewer are not worth starting threads for).
+  int min_nodes_per_split = 4'000;
   // The estimator (the daemon's defaults: 300 s × 4 windows).
   double window_s = 300;
   int window_levels = 4;

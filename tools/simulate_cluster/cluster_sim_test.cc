@@ -2,8 +2,8 @@
 // small cases with known answers: a linear clock at depth 1 over a
 // jitter-free network is off by exactly its link's delay asymmetry; runs
 // are the same for a seed and any thread count; the tree keeps its depth
-// limit and bounds cover the truth; a rack failure's orphans rejoin; bad
-// options are named.
+// limit and bounds cover the truth; a rack failure's orphans rejoin;
+// killed nodes restart and resume; bad options are named.
 
 #include <cmath>
 #include <cstdlib>
@@ -82,6 +82,7 @@ TEST(ClusterSimTest, DeterministicBySeedForAnyThreadCount) {
   ClusterSim a(o);
   ASSERT_EQ(a.Run(), "");
   o.threads = 2;
+  o.min_nodes_per_split = 1;  // Every depth split over both threads.
   ClusterSim b(o);
   ASSERT_EQ(b.Run(), "");
   ExpectSameStats(a.report(), b.report());
@@ -125,6 +126,29 @@ TEST(ClusterSimTest, RackFailureOrphansRejoin) {
   EXPECT_EQ(e.not_rejoined, 0);
   EXPECT_EQ(static_cast<int64_t>(e.rejoin_times_s.size()), e.affected);
   EXPECT_LT(e.rejoin_max_s, 10);
+}
+
+// Killed nodes restart as fresh processes 20 s later, rejoin and resume:
+// about one exchange per live node-second (300 nodes × 150 s, less 2 × 9
+// nodes × 20 s dead, less the seconds orphans spend detached). A
+// restarted node's first estimates are loose (one sample: ± half a round
+// trip with congestion) but within their bound.
+TEST(ClusterSimTest, KilledNodesRestartAndResume) {
+  ClusterSimOptions o = Small(300, 4, 150);
+  o.warmup_s = 30;
+  o.steps_per_node_hour = 0;
+  o.kill_pct_per_min = 3;
+  o.restart_after_s = 20;
+  ClusterSim sim(o);
+  ASSERT_EQ(sim.Run(), "");
+  const ClusterSimReport& r = sim.report();
+  ASSERT_EQ(r.events.size(), 2u);
+  EXPECT_EQ(r.events[0].killed, 9);
+  for (const ChurnEvent& e : r.events) EXPECT_EQ(e.not_rejoined, 0);
+  EXPECT_GE(r.overall.coverage, 0.999);
+  EXPECT_LT(r.overall.max_ns, 1'000'000);
+  EXPECT_LE(r.exchanges, 300u * 150u - 2u * 9u * 20u + 60u);
+  EXPECT_GT(r.exchanges, 300u * 150u - 2u * 9u * 20u - 600u);
 }
 
 TEST(ClusterSimTest, BadOptionsAreNamed) {
