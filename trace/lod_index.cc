@@ -15,10 +15,10 @@ namespace clocksync::trace {
 namespace {
 
 constexpr int64_t kNoSlot = std::numeric_limits<int64_t>::min();
-// Events of a thread per finest slot: 16 keeps a big run's index at a few
-// bytes per event; a small run (under 4 M events) gets 1, so zoomed in
-// the view comes close to the events themselves.
-int64_t EventsPerSlot(int64_t events) { return events < (int64_t{1} << 22) ? 1 : 16; }
+// Events of a thread per finest slot: 16 keeps an index at a few bytes per
+// event; a small run (under 256 Ki events) gets 1, so zoomed in the view
+// comes close to the events themselves.
+int64_t EventsPerSlot(int64_t events) { return events < (int64_t{1} << 18) ? 1 : 16; }
 
 }  // namespace
 

@@ -4,7 +4,7 @@
 //
 // Levels. Global time from the run's first event (origin_ns) is cut into
 // slots of 2^shift ns; level 0 has 2^finest_shift ns slots (chosen so that a
-// thread has about 16 events per slot, 1 in runs under 4 M events), each
+// thread has about 16 events per slot, 1 in runs under 256 Ki events), each
 // next level 4 times wider, the
 // last one slot for the whole run. A query for [t0, t1) over px pixels reads
 // the coarsest level whose slot is at most (t1 - t0) / px (level 0 when the
@@ -147,7 +147,7 @@ struct LodMessageInput {
 
 // The levels of a run from first_ns to last_ns (inclusive) with `events`
 // events on `rows` threads: the finest slot is the power of two nearest
-// below 16 events' worth of a thread's mean gap (1 event's under 4 M
+// below 16 events' worth of a thread's mean gap (1 event's under 256 Ki
 // events; at least 1 ns); levels up to one slot for the run.
 void ChooseLodLevels(int64_t first_ns, int64_t last_ns, int64_t events,
                      int64_t rows, LodIndexData* data);

@@ -160,7 +160,8 @@ absl::Status WritePerfettoTrace(absl::Span<const ProcessTrace> traces,
       const uint32_t sequence = next_sequence++;
       const uint64_t uuid = PerfettoThreadUuid(rank, thread.thread_index);
       // The sequence's first packet: the thread's track, a fresh
-      // incremental state and the annotation names.
+      // incremental state, the default track of its events and the
+      // annotation names.
       packet.Clear();
       packet.set_trusted_packet_sequence_id(sequence);
       packet.set_sequence_flags(TracePacket::SEQ_INCREMENTAL_STATE_CLEARED);
@@ -171,6 +172,10 @@ absl::Status WritePerfettoTrace(absl::Span<const ProcessTrace> traces,
         track->mutable_thread()->set_pid(pid);
         track->mutable_thread()->set_tid(next_tid++);
         track->mutable_thread()->set_thread_name(thread.name);
+        // The thread's events leave out their track: it is this one.
+        packet.mutable_trace_packet_defaults()
+            ->mutable_track_event_defaults()
+            ->set_track_uuid(uuid);
         for (uint64_t iid = kPeer; iid <= kBytesReceived; ++iid) {
           auto* name = packet.mutable_interned_data()->add_debug_annotation_names();
           name->set_iid(iid);
@@ -191,7 +196,6 @@ absl::Status WritePerfettoTrace(absl::Span<const ProcessTrace> traces,
         packet.set_trusted_packet_sequence_id(sequence);
         packet.set_sequence_flags(TracePacket::SEQ_NEEDS_INCREMENTAL_STATE);
         TrackEvent* event = packet.mutable_track_event();
-        event->set_track_uuid(uuid);
         // Names the event by iid, interning the name on first use.
         auto name = [&](uint64_t key, auto make_name) {
           auto [it, fresh] = name_iids.try_emplace(key, name_iids.size() + 1);

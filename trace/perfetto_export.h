@@ -12,8 +12,10 @@
 //     (kPerfettoTidBase + a running count), the thread's name;
 //   - each thread's events form one packet sequence
 //     (trusted_packet_sequence_id = 1 + the thread's running count), in the
-//     thread's order, its names interned on that sequence (the sequence's
-//     first packet clears the incremental state);
+//     thread's order, its names interned on that sequence; the sequence's
+//     first packet (the thread's track descriptor) clears the incremental
+//     state and makes the thread's track the default of its events
+//     (TracePacketDefaults), which therefore carry no track_uuid;
 //   - regions: TYPE_SLICE_BEGIN (name the region) / TYPE_SLICE_END;
 //   - collectives: slices named after the kind ("barrier", ...) with debug
 //     annotations comm, root, bytes_sent (begin) and bytes_received (end);

@@ -88,8 +88,14 @@ TEST(PerfettoExport, ParsesBackWithEveryEventFlowAndTrack) {
   std::map<std::pair<uint32_t, uint64_t>, std::string> names;  // (seq, iid)
   std::map<const TracePacket*, std::string> event_name;
   std::map<uint64_t, uint64_t> flow_start_ts, flow_end_ts;
+  std::map<uint32_t, uint64_t> default_track;  // sequence -> track uuid
   for (int i = 0; i < parsed.packet_size(); ++i) {
     const TracePacket& packet = parsed.packet(i);
+    if (packet.has_trace_packet_defaults()) {
+      EXPECT_EQ(packet.sequence_flags(), TracePacket::SEQ_INCREMENTAL_STATE_CLEARED);
+      default_track[packet.trusted_packet_sequence_id()] =
+          packet.trace_packet_defaults().track_event_defaults().track_uuid();
+    }
     for (const auto& interned : packet.interned_data().event_names()) {
       EXPECT_TRUE(names
                       .try_emplace({packet.trusted_packet_sequence_id(),
@@ -100,7 +106,11 @@ TEST(PerfettoExport, ParsesBackWithEveryEventFlowAndTrack) {
     }
     if (!packet.has_track_event()) continue;
     const TrackEvent& event = packet.track_event();
-    by_track[event.track_uuid()].push_back(&packet);
+    EXPECT_FALSE(event.has_track_uuid()) << "the sequence's default is its track";
+    EXPECT_EQ(packet.sequence_flags(), TracePacket::SEQ_NEEDS_INCREMENTAL_STATE);
+    ASSERT_TRUE(default_track.count(packet.trusted_packet_sequence_id()))
+        << "an event before its sequence's defaults";
+    by_track[default_track[packet.trusted_packet_sequence_id()]].push_back(&packet);
     if (event.has_name_iid()) {
       auto it = names.find({packet.trusted_packet_sequence_id(), event.name_iid()});
       ASSERT_NE(it, names.end()) << "name iid used before it was interned";
