@@ -104,6 +104,16 @@ absl::StatusOr<Collection::Rank*> Collection::Join(const Hello& hello) {
   return ranks_.back().get();
 }
 
+void Collection::Abandon(int32_t rank, absl::string_view why) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (status_.count(rank) != 0) return;
+  RankStatus& status = status_[rank];
+  status.rank = rank;
+  status.state = RankState::kLost;
+  status.note = std::string(why);
+  changed_.notify_all();
+}
+
 void Collection::NoteMalformed() {
   std::lock_guard<std::mutex> lock(mutex_);
   ++stats_.malformed_messages;

@@ -133,6 +133,10 @@ class Collection {
   absl::StatusOr<Rank*> Join(const Hello& hello);
   // A message after the Hello was refused.
   void NoteMalformed();
+  // A rank that will never join (its process could not be dialed): lost
+  // without a raw archive, so that the run can end. Nothing when the rank
+  // joined already.
+  void Abandon(int32_t rank, absl::string_view why);
 
   // Blocks until every rank of the world finished or was lost, Stop() was
   // called, or `timeout` passed; true when every rank is done.

@@ -5,6 +5,7 @@
 #include "collector/run_archive.h"
 
 #include <dirent.h>
+#include <stdio.h>
 
 #include <algorithm>
 #include <map>
@@ -15,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
 #include "hull/trace_stamp.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "trace/export.h"
 #include "trace/otf2_reader.h"
@@ -317,6 +319,92 @@ absl::StatusOr<RunArchiveResult> WriteRunArchive(
   if (!compare.ok()) return compare.status();
   result.compare = *std::move(compare);
   return result;
+}
+
+namespace {
+
+std::string GlobalTime(int64_t ns) {
+  return absl::StrFormat("%d.%09d", ns / 1'000'000'000,
+                         (ns % 1'000'000'000 + 1'000'000'000) % 1'000'000'000);
+}
+
+}  // namespace
+
+absl::StatusOr<CollectedRun> WriteCollectedRun(
+    const std::vector<RankStatus>& ranks, int32_t processes,
+    const std::string& output, const std::string& raw_dir,
+    const RunArchiveOptions& options) {
+  CollectedRun run;
+  run.every_rank_finished = static_cast<int32_t>(ranks.size()) == processes;
+  // Each rank's trace: its tracing phases joined (a rank that never
+  // streamed has none).
+  std::vector<trace::ProcessTrace> traces;
+  std::vector<int> trace_of(ranks.size(), -1);
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    const RankStatus& r = ranks[i];
+    run.every_rank_finished &= r.state == RankState::kFinished;
+    if (r.phase_dirs.empty()) continue;
+    absl::StatusOr<trace::ProcessTrace> trace = ReadRankPhases(r.phase_dirs);
+    if (!trace.ok()) {
+      return absl::Status(trace.status().code(),
+                          absl::StrCat("rank ", r.rank, ": ",
+                                       trace.status().message()));
+    }
+    trace_of[i] = static_cast<int>(traces.size());
+    traces.push_back(*std::move(trace));
+  }
+  if (traces.empty()) {
+    return absl::FailedPreconditionError("no process joined: no archive");
+  }
+  absl::StatusOr<RunArchiveResult> result =
+      WriteRunArchive(std::move(traces), output, options);
+  if (!result.ok()) {
+    return absl::Status(
+        result.status().code(),
+        absl::StrCat("cannot write the archive: ", result.status().message(),
+                     " (the raw archives are in ", raw_dir, ")"));
+  }
+  run.correction_note = result->correction_note;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    const RankStatus& r = ranks[i];
+    RankSpan span;
+    if (trace_of[i] >= 0) span = result->ranks[trace_of[i]];
+    std::string line = absl::StrFormat(
+        "rank %d %s: %d events, host %s pid %d", r.rank,
+        RankStateName(r.state), span.events, r.info.hostname, r.info.pid);
+    if (r.phase > 0) absl::StrAppend(&line, ", ", r.phase + 1, " phases");
+    if (span.has_events) {
+      absl::StrAppend(&line, ", last event at ",
+                      GlobalTime(span.last_event_global_ns), " (",
+                      hull::CorrectionKindName(result->correction_used), ")");
+    }
+    if (r.state == RankState::kLost) absl::StrAppend(&line, "; ", r.note);
+    if (r.state == RankState::kBetweenPhases) {
+      absl::StrAppend(&line, "; its next phase never came");
+    }
+    absl::StrAppend(&run.summary, line, "\n");
+  }
+  for (int32_t rank = 0; rank < processes; ++rank) {
+    bool joined = false;
+    for (const RankStatus& r : ranks) joined |= r.rank == rank;
+    if (!joined) absl::StrAppend(&run.summary, "rank ", rank, " never joined\n");
+  }
+  absl::StrAppend(&run.summary, "archive ", output, ": ", ranks.size(), " of ",
+                  processes, " ranks, ", result->events, " events, ",
+                  hull::CorrectionKindName(result->correction_used),
+                  " correction; raw archives in ", raw_dir, "\n");
+  run.compare_table = trace::FormatCompareTable(result->compare);
+  const std::string path = output + "/clocksync.collection";
+  const std::string temp = path + ".tmp";
+  FILE* f = fopen(temp.c_str(), "w");
+  const bool written =
+      f != nullptr &&
+      fwrite(run.summary.data(), 1, run.summary.size(), f) ==
+          run.summary.size();
+  if (f != nullptr && fclose(f) == 0 && written) {
+    rename(temp.c_str(), path.c_str());
+  }
+  return run;
 }
 
 }  // namespace clocksync::collector

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "collector/collection.h"
 #include "hull/correction.h"
 #include "hull/postmortem.h"
 #include "trace/compare_report.h"
@@ -95,6 +96,25 @@ absl::StatusOr<trace::ProcessTrace> JoinFallback(trace::ProcessTrace stored,
 // phases of a rank then joined (JoinPhases). Errors name the archive.
 absl::StatusOr<std::vector<trace::ProcessTrace>> ReadRecoveredRun(
     const std::string& raw_dir, const std::vector<std::string>& local_archives);
+
+// The end of a served run (clocksync-collector, or a collector in a
+// process): every rank's phases read and joined, the run's archive written
+// to `output`, and the summary people read: one line per rank ("rank 2
+// lost: 50113 events, host n03 pid 4250, last event at ... (online); ..."),
+// the ranks that never joined, the archive line; also written to
+// <output>/clocksync.collection.
+struct CollectedRun {
+  std::string summary;
+  std::string compare_table;    // trace::FormatCompareTable
+  std::string correction_note;  // RunArchiveResult's ("" none)
+  bool every_rank_finished = false;
+};
+// FailedPrecondition when no rank joined; the errors of reading the raw
+// archives and writing the archive name them.
+absl::StatusOr<CollectedRun> WriteCollectedRun(
+    const std::vector<RankStatus>& ranks, int32_t processes,
+    const std::string& output, const std::string& raw_dir,
+    const RunArchiveOptions& options);
 
 }  // namespace clocksync::collector
 

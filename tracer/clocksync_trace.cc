@@ -4,7 +4,9 @@
 
 #include "tracer/clocksync_trace.h"
 
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <new>
 #include <string>
 #include <vector>
@@ -81,47 +83,120 @@ void cs_trace_options_init(cs_trace_options* options) {
   options->read_environment = defaults.read_environment ? 1 : 0;
 }
 
+}  // extern "C"
+
+namespace {
+
+// The C options as TracerOptions (NULL: the defaults).
+TracerOptions ToTracerOptions(const cs_trace_options* options) {
+  cs_trace_options given;
+  cs_trace_options_init(&given);
+  if (options != nullptr) given = *options;
+  TracerOptions o;
+  if (given.trace_dir != nullptr) o.trace_dir = given.trace_dir;
+  if (given.name != nullptr) o.name = given.name;
+  o.rank = given.rank;
+  o.world_size = given.world_size;
+  if (given.shm_path != nullptr) o.shm_path = given.shm_path;
+  if (given.node_id != nullptr) o.node_id = given.node_id;
+  if (given.master_probe != nullptr) o.master_probe = given.master_probe;
+  if (given.probe_key_file != nullptr) o.probe_key_file = given.probe_key_file;
+  if (given.clock_model_file != nullptr) {
+    o.clock_model_file = given.clock_model_file;
+  }
+  if (given.truth_master_shm != nullptr) {
+    o.truth_master_shm = given.truth_master_shm;
+  }
+  o.sync_max_messages = given.sync_max_messages;
+  o.install_signal_handlers = given.install_signal_handlers != 0;
+  o.sync_max_duration_ns = given.sync_max_duration_ns;
+  o.sync_period_ns = given.sync_period_ns;
+  o.buffer_events = given.buffer_events;
+  o.read_environment = given.read_environment != 0;
+  return o;
+}
+
+// An init's error code: Init's preconditions are about files (a trace_dir
+// that is not a directory, an unreadable model file), not about the
+// tracer's state.
+int InitError(const absl::Status& status) {
+  const int code = Fail(status);
+  return code == CLOCKSYNC_ENOTINIT ? CLOCKSYNC_EIO : code;
+}
+
+// Copies a contact string out; EINVAL when it does not fit.
+int CopyContact(const std::string& contact, char* out, size_t size) {
+  if (contact.size() + 1 > size) {
+    t_last_error = "contact buffer too small: " +
+                   std::to_string(contact.size() + 1) + " bytes needed";
+    return CLOCKSYNC_EINVAL;
+  }
+  std::memcpy(out, contact.c_str(), contact.size() + 1);
+  return CLOCKSYNC_OK;
+}
+
+}  // namespace
+
+extern "C" {
+
 int cs_trace_init(const cs_trace_options* options) {
   t_last_error.clear();
   try {
-    cs_trace_options given;
-    cs_trace_options_init(&given);
-    if (options != nullptr) given = *options;
-    TracerOptions o;
-    if (given.trace_dir != nullptr) o.trace_dir = given.trace_dir;
-    if (given.name != nullptr) o.name = given.name;
-    o.rank = given.rank;
-    o.world_size = given.world_size;
-    if (given.shm_path != nullptr) o.shm_path = given.shm_path;
-    if (given.node_id != nullptr) o.node_id = given.node_id;
-    if (given.master_probe != nullptr) o.master_probe = given.master_probe;
-    if (given.probe_key_file != nullptr) o.probe_key_file = given.probe_key_file;
-    if (given.clock_model_file != nullptr) {
-      o.clock_model_file = given.clock_model_file;
-    }
-    if (given.truth_master_shm != nullptr) {
-      o.truth_master_shm = given.truth_master_shm;
-    }
-    o.sync_max_messages = given.sync_max_messages;
-    o.install_signal_handlers = given.install_signal_handlers != 0;
-    o.sync_max_duration_ns = given.sync_max_duration_ns;
-    o.sync_period_ns = given.sync_period_ns;
-    o.buffer_events = given.buffer_events;
-    o.read_environment = given.read_environment != 0;
+    const TracerOptions o = ToTracerOptions(options);
     if (Tracer::IsActive()) {
       t_last_error = "tracer: already initialized";
       return CLOCKSYNC_EALREADY;
     }
     const absl::Status status = Tracer::Init(o);
     if (status.ok()) return CLOCKSYNC_OK;
-    const int code = Fail(status);
-    // Init's preconditions are about files (a trace_dir that is not a
-    // directory, an unreadable model file), not about the tracer's state.
-    return code == CLOCKSYNC_ENOTINIT ? CLOCKSYNC_EIO : code;
+    return InitError(status);
   } catch (const std::bad_alloc&) {
     return CLOCKSYNC_ENOMEM;
   }
 }
+
+int cs_trace_server_init(const cs_trace_options* options, char* contact,
+                         size_t size) {
+  t_last_error.clear();
+  if (contact == nullptr) {
+    t_last_error = "cs_trace_server_init: contact is NULL";
+    return CLOCKSYNC_EINVAL;
+  }
+  try {
+    if (Tracer::IsActive()) {
+      t_last_error = "tracer: already initialized";
+      return CLOCKSYNC_EALREADY;
+    }
+    absl::StatusOr<std::string> c = Tracer::ServerInit(ToTracerOptions(options));
+    if (!c.ok()) return InitError(c.status());
+    return CopyContact(*c, contact, size);
+  } catch (const std::bad_alloc&) {
+    return CLOCKSYNC_ENOMEM;
+  }
+}
+
+int cs_trace_client_listen(const char* listen, char* contact, size_t size) {
+  t_last_error.clear();
+  if (contact == nullptr) {
+    t_last_error = "cs_trace_client_listen: contact is NULL";
+    return CLOCKSYNC_EINVAL;
+  }
+  try {
+    absl::StatusOr<std::string> c =
+        Tracer::ClientListen(listen != nullptr ? listen : "");
+    if (!c.ok()) {
+      const int code = Fail(c.status());
+      return c.status().code() == absl::StatusCode::kInvalidArgument
+                 ? CLOCKSYNC_EINVAL
+                 : code;
+    }
+    return CopyContact(*c, contact, size);
+  } catch (const std::bad_alloc&) {
+    return CLOCKSYNC_ENOMEM;
+  }
+}
+
+}  // extern "C"
 
 namespace {
 
@@ -143,6 +218,8 @@ int FinalizeC(bool phase) {
 }
 
 }  // namespace
+
+extern "C" {
 
 int cs_trace_finalize(void) { return FinalizeC(false); }
 

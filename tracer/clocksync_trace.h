@@ -33,6 +33,7 @@
 #ifndef CLOCKSYNC_TRACER_CLOCKSYNC_TRACE_H_
 #define CLOCKSYNC_TRACER_CLOCKSYNC_TRACE_H_
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "client/clocksync_errors.h"
@@ -109,6 +110,27 @@ void cs_trace_options_init(cs_trace_options* options);
  * archive directory that is not empty), CLOCKSYNC_ENOMEM;
  * cs_trace_last_error() explains. */
 int cs_trace_init(const cs_trace_options* options);
+
+/* Server-init: this process serves the collector itself and traces as
+ * rank 0 of options->world_size processes (required, >= 1); the contact
+ * string for the others (their CLOCKSYNC_COLLECTOR) is written into
+ * contact[size]. Its cs_trace_finalize waits for every rank, writes the
+ * run's archive (CLOCKSYNC_COLLECTOR_OUTPUT, default
+ * <trace_dir>/<name>.otf2), prints the collector's summary on stderr, and
+ * returns CLOCKSYNC_EIO when not every rank finished. Codes as
+ * cs_trace_init, and CLOCKSYNC_EINVAL (a bad world size or output, a
+ * buffer too small: 512 bytes always suffice). */
+int cs_trace_server_init(const cs_trace_options* options, char* contact,
+                         size_t size);
+
+/* Client-init of the reverse start-up: opens a listening endpoint on
+ * `listen` ("HOST:PORT"; NULL: CLOCKSYNC_COLLECTOR_LISTEN, default
+ * 0.0.0.0:0) and writes its contact string into contact[size], for
+ * `clocksync-collector CONTACT...` (the i-th string is rank i). The next
+ * cs_trace_init waits for the collector's dial (cs_trace_abort ends the
+ * wait), then connects. 0, CLOCKSYNC_EINVAL (a bad address, a buffer too
+ * small), CLOCKSYNC_EIO (cannot listen), CLOCKSYNC_EALREADY. */
+int cs_trace_client_listen(const char* listen, char* contact, size_t size);
 
 /* Stops tracing and completes the archive. 0, CLOCKSYNC_ENOTINIT, or
  * CLOCKSYNC_EIO when (part of) the trace could not be written (a full

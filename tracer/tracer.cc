@@ -42,6 +42,7 @@
 #include "tracer/options.h"
 #include "tracer/recording.h"
 #include "tracer/session.h"
+#include "tracer/start_modes.h"
 #include "tracer/warn.h"
 
 namespace clocksync {
@@ -248,12 +249,23 @@ absl::Status Tracer::Init(const TracerOptions& given) {
   info.shm_path = options.shm_path;
   info.tick_period_ns = 1.0;
   info.origin_ns = tracer::LocalClock(parts.model).At(Clock::RawNowNs());
-  if (!options.collector.empty()) {
-    {
-      std::lock_guard<std::mutex> lock(g_abort_mutex);
-      g_abort_init.store(false, std::memory_order_release);
-      g_init_waiting = true;
-    }
+  {
+    std::lock_guard<std::mutex> lock(g_abort_mutex);
+    g_abort_init.store(false, std::memory_order_release);
+    g_init_waiting = true;
+  }
+  // The reverse start-up: the collector's dial says where it is.
+  const absl::Status dialed =
+      tracer::AwaitDialIfListening(&parts.options, &g_abort_init);
+  if (!dialed.ok()) {
+    std::lock_guard<std::mutex> lock(g_abort_mutex);
+    g_init_waiting = false;
+    return dialed;
+  }
+  if (options.collector.empty()) {
+    std::lock_guard<std::mutex> lock(g_abort_mutex);
+    g_init_waiting = false;
+  } else {
     absl::StatusOr<std::unique_ptr<collector::StreamingSink>> sink =
         ConnectCollector(options, info, phase);
     {
@@ -385,6 +397,11 @@ absl::Status Tracer::FinalizeSession(bool more_phases) {
   }
   session.reset();
   if (mine) tracer::EndCompletion();
+  if (!more_phases) {
+    // A server-init process: every rank's end, then the run's archive.
+    const absl::Status served = tracer::EndServerRole();
+    if (status.ok() && !served.ok()) return served;
+  }
   return status;
 }
 

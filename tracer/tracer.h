@@ -230,6 +230,29 @@ class Tracer {
   // initialized. The tracer is stopped in every case.
   static absl::Status Finalize();
 
+  // Server-init (the client-server model's third start-up): this process
+  // serves the collector in-process (collector/in_process.h) and traces as
+  // rank 0 of options.world_size processes (required, >= 1); returns the
+  // contact string to hand to the others (their CLOCKSYNC_COLLECTOR). Its
+  // Finalize then waits for every rank, writes the run's archive
+  // (CLOCKSYNC_COLLECTOR_OUTPUT, default <trace_dir>/<name>.otf2) and
+  // prints the collector's summary on stderr; DataLoss when not every
+  // rank finished. Serves on CLOCKSYNC_COLLECTOR_LISTEN (default
+  // 0.0.0.0:0), naming CLOCKSYNC_COLLECTOR_ADVERTISE (default this
+  // machine's name) in the contact string.
+  static absl::StatusOr<std::string> ServerInit(const TracerOptions& options);
+
+  // Client-init of the reverse start-up: opens a listening endpoint on
+  // `listen` (empty: CLOCKSYNC_COLLECTOR_LISTEN, default 0.0.0.0:0) and
+  // returns its contact string; the application hands every process's
+  // string to `clocksync-collector CONTACT...`, which dials them. The next
+  // Init (with no collector set) waits for that dial (at most
+  // collector_timeout_ns; AbortInit ends the wait), takes the rank and
+  // world size it says, and connects; with no dial in time, a warning and
+  // the local archive.
+  static absl::StatusOr<std::string> ClientListen(
+      const std::string& listen = "");
+
   // Ends a tracing phase: as Finalize, and the next Init continues the
   // program's trace as its next phase (Stats().phase + 1) with the same
   // rank: the collector keeps the rank open between phases (the run is

@@ -3,6 +3,11 @@
 // they run and writes one OTF2 archive in global time (docs/COLLECTOR.md).
 //
 //   clocksync-collector --processes=4 --output=run.otf2 [--listen=HOST:PORT]
+//   clocksync-collector --output=run.otf2 CONTACT...   (reverse start-up)
+//
+// With contact strings of listening processes (cs_trace_client_listen),
+// it dials each after it serves and tells it its rank (the i-th string is
+// rank i) and the collector's own contact string (collector/dial.h).
 //
 // It prints its contact string ("contact TOKEN@HOST:PORT") as the first
 // line of standard output (and into --contact_file); the processes get it
@@ -45,12 +50,15 @@
 #include "collector/collection.h"
 #include "collector/collector_service.h"
 #include "collector/contact.h"
+#include "collector/dial.h"
 #include "collector/run_archive.h"
 #include "hull/correction.h"
 #include "probe/address.h"
 
 ABSL_FLAG(int32_t, processes, 0,
-          "processes in the run (ranks 0..N-1), 1..100000; required");
+          "processes in the run (ranks 0..N-1), 1..100000; required unless "
+          "contact strings of listening processes are given (then their "
+          "number)");
 ABSL_FLAG(std::string, output, "",
           "the run's OTF2 archive, a directory that must not exist; required");
 ABSL_FLAG(std::string, listen, "0.0.0.0:0",
@@ -84,6 +92,9 @@ ABSL_FLAG(std::string, recover_raw_dir, "",
 ABSL_FLAG(std::string, tls_cert, "",
           "TLS: the collector's certificate chain (PEM); with --tls_key");
 ABSL_FLAG(std::string, tls_key, "", "TLS: the collector's private key (PEM)");
+ABSL_FLAG(int64_t, dial_timeout_s, 60,
+          "with contact strings of listening processes: how long to keep "
+          "dialing each before its rank is given up (lost)");
 
 namespace clocksync::collector {
 namespace {
@@ -208,8 +219,30 @@ int Recover(const std::vector<std::string>& local_archives) {
   return complete ? 0 : 3;
 }
 
-int Run() {
-  const int32_t processes = absl::GetFlag(FLAGS_processes);
+int Run(const std::vector<std::string>& process_contacts) {
+  int32_t processes = absl::GetFlag(FLAGS_processes);
+  // Reverse start-up: the processes listen, the collector dials them; the
+  // i-th contact string is rank i.
+  std::vector<Contact> dial;
+  for (const std::string& text : process_contacts) {
+    absl::StatusOr<Contact> c = ParseContact("contact argument", text);
+    if (!c.ok()) return Usage(std::string(c.status().message()));
+    if (c->address.rfind("unix:", 0) == 0) {
+      return Usage(absl::StrCat("contact argument ", text,
+                                ": a listening process has a TCP address"));
+    }
+    dial.push_back(*c);
+  }
+  if (!dial.empty()) {
+    if (processes == 0) processes = static_cast<int32_t>(dial.size());
+    if (processes != static_cast<int32_t>(dial.size())) {
+      return Usage(absl::StrCat("bad flag --processes: ", processes, " but ",
+                                dial.size(), " contact strings"));
+    }
+    if (absl::GetFlag(FLAGS_dial_timeout_s) < 1) {
+      return Usage("bad flag --dial_timeout_s: must be >= 1");
+    }
+  }
   if (processes < 1 || processes > 100000) {
     return Usage(absl::StrCat("bad flag --processes: ", processes,
                               " (want 1..100000)"));
@@ -313,6 +346,21 @@ int Run() {
     return 2;
   }
 
+  // Dial the listening processes (rank i: the i-th); a process that cannot
+  // be dialed is given up, lost, so that the run can end.
+  std::thread dialer([&] {
+    if (dial.empty()) return;
+    const std::vector<absl::Status> dialed = DialProcesses(
+        dial, Contact{token, contact.substr(contact.find('@') + 1)},
+        absl::Seconds(absl::GetFlag(FLAGS_dial_timeout_s)));
+    for (size_t i = 0; i < dialed.size(); ++i) {
+      if (dialed[i].ok()) continue;
+      std::cerr << "clocksync-collector: cannot dial: " << dialed[i].message()
+                << "\n";
+      collection.Abandon(static_cast<int32_t>(i),
+                         absl::StrCat("never dialed: ", dialed[i].message()));
+    }
+  });
   std::atomic<bool> stopping{false};
   std::thread signal_thread([&] {
     int signal = 0;
@@ -336,12 +384,8 @@ int Run() {
                       std::chrono::seconds(kShutdownGraceS));
   if (!stopping.exchange(true)) kill(getpid(), SIGTERM);
   signal_thread.join();
+  dialer.join();
 
-  const std::vector<RankStatus> ranks = collection.Status();
-  bool every_rank_finished = static_cast<int32_t>(ranks.size()) == processes;
-  for (const RankStatus& r : ranks) {
-    every_rank_finished &= r.state == RankState::kFinished;
-  }
   const CollectionStats stats = collection.Stats();
   if (stats.refused_token + stats.refused_hello + stats.malformed_messages > 0) {
     std::cerr << absl::StrFormat(
@@ -349,67 +393,18 @@ int Run() {
         "Hellos, %d malformed messages\n",
         stats.refused_token, stats.refused_hello, stats.malformed_messages);
   }
-  if (ranks.empty()) {
-    std::cerr << "clocksync-collector: no process joined: no archive\n";
-    return 3;
+  absl::StatusOr<CollectedRun> run = WriteCollectedRun(
+      collection.Status(), processes, output, raw_dir, archive_options);
+  if (!run.ok()) {
+    std::cerr << "clocksync-collector: " << run.status().message() << "\n";
+    return run.status().code() == absl::StatusCode::kFailedPrecondition ? 3
+                                                                         : 2;
   }
-  // Each rank's trace: its tracing phases joined.
-  std::vector<trace::ProcessTrace> traces;
-  for (const RankStatus& r : ranks) {
-    absl::StatusOr<trace::ProcessTrace> trace = ReadRankPhases(r.phase_dirs);
-    if (!trace.ok()) {
-      std::cerr << "clocksync-collector: cannot read rank " << r.rank << ": "
-                << trace.status().message() << "\n";
-      return 2;
-    }
-    traces.push_back(*std::move(trace));
+  if (!run->correction_note.empty()) {
+    std::cerr << "clocksync-collector: " << run->correction_note << "\n";
   }
-  absl::StatusOr<RunArchiveResult> result =
-      WriteRunArchive(std::move(traces), output, archive_options);
-  if (!result.ok()) {
-    std::cerr << "clocksync-collector: cannot write the archive: "
-              << result.status().message() << " (the raw archives are in "
-              << raw_dir << ")\n";
-    return 2;
-  }
-  if (!result->correction_note.empty()) {
-    std::cerr << "clocksync-collector: " << result->correction_note << "\n";
-  }
-  std::string summary;
-  for (size_t i = 0; i < ranks.size(); ++i) {
-    const RankStatus& r = ranks[i];
-    const RankSpan& span = result->ranks[i];
-    std::string line = absl::StrFormat(
-        "rank %d %s: %d events, host %s pid %d", r.rank,
-        RankStateName(r.state), span.events, r.info.hostname, r.info.pid);
-    if (r.phase > 0) absl::StrAppend(&line, ", ", r.phase + 1, " phases");
-    if (span.has_events) {
-      absl::StrAppend(&line, ", last event at ",
-                      GlobalTime(span.last_event_global_ns), " (",
-                      hull::CorrectionKindName(result->correction_used), ")");
-    }
-    if (r.state == RankState::kLost) absl::StrAppend(&line, "; ", r.note);
-    if (r.state == RankState::kBetweenPhases) {
-      absl::StrAppend(&line, "; its next phase never came");
-    }
-    absl::StrAppend(&summary, line, "\n");
-  }
-  for (int32_t rank = 0; rank < processes; ++rank) {
-    bool joined = false;
-    for (const RankStatus& r : ranks) joined |= r.rank == rank;
-    if (!joined) absl::StrAppend(&summary, "rank ", rank, " never joined\n");
-  }
-  absl::StrAppend(&summary, "archive ", output, ": ", ranks.size(), " of ",
-                  processes, " ranks, ", result->events, " events, ",
-                  hull::CorrectionKindName(result->correction_used),
-                  " correction; raw archives in ", raw_dir, "\n");
-  if (!WriteFileAtomically(output + "/clocksync.collection", summary)) {
-    std::cerr << "clocksync-collector: cannot write " << output
-              << "/clocksync.collection\n";
-  }
-  std::cout << summary << trace::FormatCompareTable(result->compare)
-            << std::flush;
-  return every_rank_finished ? 0 : 3;
+  std::cout << run->summary << run->compare_table << std::flush;
+  return run->every_rank_finished ? 0 : 3;
 }
 
 }  // namespace
@@ -417,20 +412,15 @@ int Run() {
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
-      "clocksync-collector --processes=N --output=DIR [--listen=HOST:PORT]: "
-      "collects the traces of N processes streamed over gRPC into one OTF2 "
-      "archive in global time (docs/COLLECTOR.md)");
+      "clocksync-collector --processes=N --output=DIR [--listen=HOST:PORT] "
+      "[CONTACT...]: collects the traces of N processes streamed over gRPC "
+      "into one OTF2 archive in global time; with the contact strings of "
+      "listening processes, dials them (docs/COLLECTOR.md)");
   std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
   if (!absl::GetFlag(FLAGS_recover_raw_dir).empty()) {
     return clocksync::collector::Recover(
         std::vector<std::string>(positional.begin() + 1, positional.end()));
   }
-  if (positional.size() > 1) {
-    std::cerr << "clocksync-collector: unexpected argument '" << positional[1]
-              << "' (contact strings of listening processes are not "
-                 "supported yet: start the collector first and hand its "
-                 "contact string to the processes)\n";
-    return 1;
-  }
-  return clocksync::collector::Run();
+  return clocksync::collector::Run(
+      std::vector<std::string>(positional.begin() + 1, positional.end()));
 }
