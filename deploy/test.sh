@@ -4,10 +4,10 @@
 #   1. bazel test //...                       (all unit, scenario, integration)
 #   2. the libraries' own tests under AddressSanitizer (--config=asan: hull,
 #      shm, probe, client, trace, tracer, collector, membership, metrics,
-#      proto; not the daemon, the tools, the scenarios in tests/ nor the
-#      tests tagged no_asan). The plain step builds and runs everything;
-#      this keeps CI within its 45 minutes. For the daemon and scenarios
-#      under ASan: CLOCKSYNC_FULL_ASAN=1.
+#      proto, and every fuzz harness's replay test; not the daemon's other
+#      tests, the tools', the scenarios in tests/ nor those tagged
+#      no_asan). The plain step builds and runs everything; this keeps CI
+#      within its 45 minutes. Every test under ASan: CLOCKSYNC_FULL_ASAN=1.
 #   3. concurrent code under ThreadSanitizer  (--config=tsan, tests tagged tsan)
 #   1b. the Debian packages, installed and purged (tests/package_install_test.sh)
 #   4. every libFuzzer harness for a few seconds  (deploy/fuzz.sh, clang)
@@ -39,7 +39,9 @@ if [[ "${CLOCKSYNC_SKIP_SANITIZERS:-0}" != 1 ]]; then
   else
     bazel test --config=asan --build_tests_only --test_tag_filters=-no_asan \
       //hull/... //shm/... //probe/... //client/... //trace/... //tracer/... \
-      //collector/... //membership/... //metrics/... //proto/...
+      //collector/... //membership/... //metrics/... //proto/... \
+      //clocksyncd:config_fuzzer //clocksyncd:request_validation_fuzzer \
+      //tools/postmortem:postmortem_csv_fuzzer //tools/replay:replay_fuzzer
   fi
   step "bazel test --config=tsan (tests tagged tsan)"
   # tsan's shadow memory needs the classic address-space layout on kernels
