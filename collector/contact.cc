@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <sys/random.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstring>
@@ -77,6 +78,19 @@ bool TokensEqual(absl::string_view a, absl::string_view b) {
     differ |= static_cast<unsigned char>(a[i] ^ b[i]);
   }
   return differ == 0;
+}
+
+bool IsWildcardHost(absl::string_view host) {
+  return host.empty() || host == "0.0.0.0" || host == "::" || host == "[::]";
+}
+
+std::string AdvertisedHost(absl::string_view advertise,
+                           absl::string_view listen_host) {
+  if (!advertise.empty()) return std::string(advertise);
+  if (!IsWildcardHost(listen_host)) return std::string(listen_host);
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0) return "localhost";
+  return name;
 }
 
 }  // namespace clocksync::collector

@@ -45,6 +45,14 @@ absl::StatusOr<std::string> NewToken();
 // lengths (no early exit a remote peer could time).
 bool TokensEqual(absl::string_view a, absl::string_view b);
 
+// The host a contact string names for an endpoint listening on
+// `listen_host`: `advertise` when set, else this machine's name for a
+// wildcard ("", 0.0.0.0, ::, [::]), else `listen_host` itself.
+std::string AdvertisedHost(absl::string_view advertise,
+                           absl::string_view listen_host);
+// Whether `host` is a wildcard listen address ("", 0.0.0.0, ::, [::]).
+bool IsWildcardHost(absl::string_view host);
+
 }  // namespace clocksync::collector
 
 #endif  // CLOCKSYNC_COLLECTOR_CONTACT_H_

@@ -1,7 +1,10 @@
 // collector/contact_test.cc: contact strings parsed, refused with the value
-// named, formatted back; tokens fresh and compared.
+// named, formatted back; tokens fresh and compared;
+// the host a contact string advertises.
 
 #include "collector/contact.h"
+
+#include <unistd.h>
 
 #include <set>
 #include <string>
@@ -65,6 +68,19 @@ TEST(ContactTest, TokensEqual) {
   EXPECT_FALSE(TokensEqual(kToken, ""));
   EXPECT_FALSE(TokensEqual("", kToken));
   EXPECT_TRUE(TokensEqual("", ""));
+}
+
+TEST(ContactTest, AdvertisedHost) {
+  EXPECT_EQ(AdvertisedHost("node7", "0.0.0.0"), "node7");
+  EXPECT_EQ(AdvertisedHost("", "10.0.0.5"), "10.0.0.5");
+  EXPECT_EQ(AdvertisedHost("", "[::1]"), "[::1]");
+  char name[256] = {};
+  ASSERT_EQ(gethostname(name, sizeof(name) - 1), 0);
+  for (const char* wildcard : {"", "0.0.0.0", "::", "[::]"}) {
+    EXPECT_TRUE(IsWildcardHost(wildcard)) << wildcard;
+    EXPECT_EQ(AdvertisedHost("", wildcard), name) << wildcard;
+  }
+  EXPECT_FALSE(IsWildcardHost("127.0.0.1"));
 }
 
 }  // namespace

@@ -34,16 +34,6 @@ int64_t MonotonicNs() {
   return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
 }
 
-bool IsWildcard(const std::string& host) {
-  return host.empty() || host == "0.0.0.0" || host == "::";
-}
-
-std::string HostName() {
-  char name[256] = {};
-  if (gethostname(name, sizeof(name) - 1) != 0) return "localhost";
-  return name;
-}
-
 // Waits until `fd` is ready for `events` or `deadline_ns` passes.
 bool PollUntil(int fd, short events, int64_t deadline_ns) {
   for (;;) {
@@ -203,9 +193,7 @@ absl::StatusOr<std::unique_ptr<ListenEndpoint>> ListenEndpoint::Open(
       bound.ss_family == AF_INET6
           ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
           : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
-  const std::string host =
-      !advertise.empty() ? advertise
-                         : (IsWildcard(hp->host) ? HostName() : hp->host);
+  const std::string host = AdvertisedHost(advertise, hp->host);
   const std::string contact =
       FormatContact(Contact{*token, probe::JoinHostPort(host, bound_port)});
   return std::unique_ptr<ListenEndpoint>(

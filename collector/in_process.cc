@@ -4,7 +4,6 @@
 #include "collector/in_process.h"
 
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
@@ -21,16 +20,6 @@ namespace {
 
 // Seconds the streams still open get once every rank is done.
 constexpr int kShutdownGraceS = 5;
-
-bool IsWildcard(const std::string& host) {
-  return host.empty() || host == "0.0.0.0" || host == "::";
-}
-
-std::string HostName() {
-  char name[256] = {};
-  if (gethostname(name, sizeof(name) - 1) != 0) return "localhost";
-  return name;
-}
 
 }  // namespace
 
@@ -79,14 +68,12 @@ absl::StatusOr<std::unique_ptr<InProcessCollector>> InProcessCollector::Start(
       BuildCollectorServer(address, c->service_.get(), nullptr, &port);
   if (!server.ok()) return server.status();
   c->server_ = *std::move(server);
-  const std::string host = !options.advertise.empty() ? options.advertise
-                           : IsWildcard(listen->host) ? HostName()
-                                                      : listen->host;
+  const std::string host = AdvertisedHost(options.advertise, listen->host);
   c->contact_ =
       FormatContact(Contact{*token, probe::JoinHostPort(host, port)});
   c->self_contact_ = FormatContact(Contact{
       *token, probe::JoinHostPort(
-                  IsWildcard(listen->host) ? "127.0.0.1" : listen->host, port)});
+                  IsWildcardHost(listen->host) ? "127.0.0.1" : listen->host, port)});
   return c;
 }
 

@@ -109,16 +109,6 @@ int Usage(const std::string& message) {
   return 1;
 }
 
-bool IsWildcard(const std::string& host) {
-  return host.empty() || host == "0.0.0.0" || host == "::" || host == "[::]";
-}
-
-std::string HostName() {
-  char name[256] = {};
-  if (gethostname(name, sizeof(name) - 1) != 0) return "localhost";
-  return name;
-}
-
 // Writes `text` to `path` through a temporary file and rename.
 bool WriteFileAtomically(const std::string& path, const std::string& text) {
   const std::string temp = path + ".tmp";
@@ -284,9 +274,7 @@ int Run(const std::vector<std::string>& process_contacts) {
     if (!parsed.ok()) {
       return Usage(absl::StrCat("bad flag ", parsed.status().message()));
     }
-    if (advertise.empty()) {
-      advertise = IsWildcard(parsed->host) ? HostName() : parsed->host;
-    }
+    advertise = collector::AdvertisedHost(advertise, parsed->host);
   }
   std::string token = absl::GetFlag(FLAGS_token);
   if (token.empty()) {
