@@ -404,12 +404,12 @@ INSTANTIATE_TEST_SUITE_P(Paces, InMemoryTscSeqlockTest,
 // then the mapping section under their own seqlocks, so a reading combines
 // TSC mapping k with mapping j >= k (or a later k). TSC mapping k maps
 // every TSC value to raw 5k (rate 0, all ticks valid) with error k, and
-// mapping j has bound j * 2^24, rate 0 and no growth, so a reading's
-// latest - global - 1 = j * 2^24 + k names both, and its global time must
+// mapping j has bound j * 2^32, rate 0 and no growth, so a reading's
+// latest - global - 1 = j * 2^32 + k names both, and its global time must
 // then be exactly anchor_global(j) + 5k - anchor_raw(j). A TSC section read
 // that overlaps a write makes Now() fall back to clock_gettime (counted).
 
-constexpr int kTscShift = 24;
+constexpr int kTscShift = 32;
 
 TscValues EndToEndTscValues(uint64_t k) {
   TscValues v;
