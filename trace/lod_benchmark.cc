@@ -173,6 +173,11 @@ int Run(int argc, char** argv) {
   build_cpu_s += CpuSeconds() - cpu_start;
   build += Clock::now() - start;
   const size_t message_count = messages.size();
+  size_t function_records = 0, message_records = 0;
+  for (uint32_t k = 0; k < data.levels; ++k) {
+    function_records += data.functions[k].records.size();
+    message_records += data.messages[k].records.size();
+  }
   messages = {};
 
   const char* tmp = std::getenv("TEST_TMPDIR");
@@ -196,6 +201,8 @@ int Run(int argc, char** argv) {
   std::printf("events %lld, rows %lld, messages %zu, levels %u, finest slot %lld ns\n",
               static_cast<long long>(indexed), static_cast<long long>(rows),
               message_count, lod.levels(), static_cast<long long>(lod.slot_ns(0)));
+  std::printf("records: %zu functions, %zu messages\n", function_records,
+              message_records);
   std::printf("rows %.3f s (%.3f s CPU), messages and collectives %.3f s (%.3f s CPU)\n",
               Seconds(rows_time), rows_cpu_s, Seconds(build - rows_time),
               build_cpu_s - rows_cpu_s);

@@ -51,10 +51,11 @@ class LodIndexBuilder::Row {
     for (uint32_t k = 0; k < data.levels; ++k) levels_[k].shift = data.shift(k);
   }
 
-  // Starts a row whose records go to out[level].
-  void Start(std::vector<std::vector<LodFunctionRecord>*> out) {
+  // Starts a row whose records are appended to out[level].
+  void Start(std::vector<LodTable<LodFunctionRecord>>& out) {
     for (size_t k = 0; k < levels_.size(); ++k) {
-      levels_[k].out = out[k];
+      levels_[k].out = &out[k].records;
+      levels_[k].row_first = out[k].records.size();
       levels_[k].cur = kNoSlot;
     }
   }
@@ -118,7 +119,8 @@ class LodIndexBuilder::Row {
     std::vector<int64_t> ns, first, last;
     std::vector<uint32_t> touched;
     uint32_t events = 0;
-    std::vector<LodFunctionRecord>* out = nullptr;
+    HugePageArray<LodFunctionRecord>* out = nullptr;
+    size_t row_first = 0;  // the row's first record in *out
   };
 
   static void Add(Level& l, uint32_t region, int64_t ns, int64_t first,
@@ -132,7 +134,7 @@ class LodIndexBuilder::Row {
   }
 
   static void Emit(Level& l, const LodFunctionRecord& r) {
-    if (!l.out->empty()) {
+    if (l.out->size() > l.row_first) {
       LodFunctionRecord& back = l.out->back();
       if (back.region == r.region && back.end_ns == r.begin_ns) {
         back.end_ns = r.end_ns;
@@ -190,19 +192,16 @@ void LodIndexBuilder::AddRow(LodIndexRow row, absl::Span<const Event> events,
                              absl::Span<const int64_t> global_ns,
                              RegionTable::Process& regions) {
   data_->rows.push_back(std::move(row));
-  std::vector<std::vector<LodFunctionRecord>*> out(data_->levels);
-  for (uint32_t k = 0; k < data_->levels; ++k) {
-    data_->functions[k].emplace_back();
-    out[k] = &data_->functions[k].back();
-  }
   // About one record per slot of 16 events at the finest level, 4 times
-  // fewer at each next: reserved, so that no record is copied as they grow.
+  // fewer at each next: room made ahead (a big array grows by moving its
+  // pages, never by copying records).
   size_t expect = events.size() / 8 + 16;
   for (uint32_t k = 0; k < data_->levels; ++k, expect = expect / 4 + 16) {
-    out[k]->reserve(expect);
+    HugePageArray<LodFunctionRecord>& records = data_->functions[k].records;
+    records.reserve(records.size() + expect);
   }
   Row& builder = *row_;
-  builder.Start(std::move(out));
+  builder.Start(data_->functions);
   open_collectives_.clear();
   WalkThread(
       events, global_ns, regions, &stack_, &unmatched_leaves_,
@@ -223,6 +222,7 @@ void LodIndexBuilder::AddRow(LodIndexRow row, absl::Span<const Event> events,
         builder.Interval(0, region, begin, end);
       });
   builder.Finish();
+  for (LodTable<LodFunctionRecord>& level : data_->functions) level.EndRow();
 }
 
 namespace {
@@ -309,7 +309,7 @@ LodMessageRecord ToRecord(const MessageGroup& g, int64_t origin_ns) {
 
 // One level's groups of a sender row as records, by mean send time.
 void EmitMessages(const std::vector<MessageGroup>& groups, int64_t origin_ns,
-                  std::vector<LodMessageRecord>* row) {
+                  HugePageArray<LodMessageRecord>* row) {
   row->reserve(row->size() + groups.size());
   size_t i = 0;
   while (i < groups.size()) {
@@ -331,18 +331,27 @@ void EmitMessages(const std::vector<MessageGroup>& groups, int64_t origin_ns,
 
 void LodIndexBuilder::AddMessages(absl::Span<const LodMessageInput> messages) {
   const size_t rows = data_->rows.size();
-  for (uint32_t k = 0; k < data_->levels; ++k) data_->messages[k].assign(rows, {});
+  for (uint32_t k = 0; k < data_->levels; ++k) data_->messages[k] = {};
   const uint32_t shift = data_->shift(0);
   std::vector<MessageGroup> a, b, scratch;  // reused from row to row
+  // Rows end in order, those without messages empty.
+  size_t next_row = 0;
+  auto end_rows_before = [&](size_t row) {
+    for (; next_row < row; ++next_row) {
+      for (LodTable<LodMessageRecord>& level : data_->messages) level.EndRow();
+    }
+  };
   size_t i = 0;
   while (i < messages.size()) {
     const uint32_t row = messages[i].send_row;
     size_t j = i;
     while (j < messages.size() && messages[j].send_row == row) ++j;
-    if (row >= rows) {
+    // Not sorted by sender (a row already ended) or not a row: skipped.
+    if (row >= rows || row < next_row) {
       i = j;
       continue;
     }
+    end_rows_before(row);
     a.clear();
     for (size_t m = i; m < j; ++m) {
       const LodMessageInput& in = messages[m];
@@ -357,14 +366,15 @@ void LodIndexBuilder::AddMessages(absl::Span<const LodMessageInput> messages) {
     }
     // Level 0 from the messages, each next level from the one below.
     GroupLevel(a, 0, &b, &scratch);
-    EmitMessages(b, data_->origin_ns, &data_->messages[0][row]);
+    EmitMessages(b, data_->origin_ns, &data_->messages[0].records);
     for (uint32_t k = 1; k < data_->levels; ++k) {
       GroupLevel(b, kLodLevelStep, &a, &scratch);
-      EmitMessages(a, data_->origin_ns, &data_->messages[k][row]);
+      EmitMessages(a, data_->origin_ns, &data_->messages[k].records);
       std::swap(a, b);
     }
     i = j;
   }
+  end_rows_before(rows);
 }
 
 void LodIndexBuilder::Finish(const RegionTable& regions) {

@@ -40,7 +40,8 @@
 // Building is one sequential pass over each thread's event array (no map,
 // nothing allocated per event): the finest level accumulates region time
 // per slot in dense per-region arrays, each closed slot feeds the next
-// level, so the coarser levels cost a fraction of the finest.
+// level, so the coarser levels cost a fraction of the finest. Each level's
+// records are one array of every row (as in the file), in huge pages.
 //
 // Example:
 //   absl::StatusOr<LodIndexData> data =
@@ -63,6 +64,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "hull/correction.h"
+#include "trace/huge_page_array.h"
 #include "trace/lod_walk.h"
 #include "trace/timeline.h"
 #include "trace/trace.h"
@@ -115,6 +117,23 @@ struct LodIndexRow {
   std::string name;     // the thread's name
 };
 
+// One level's records of every row, row after row, as the file holds them
+// (in huge pages once big: trace/huge_page_array.h).
+template <typename T>
+struct LodTable {
+  HugePageArray<T> records;
+  // Row r is records [row_end[r - 1] (0 for r = 0), row_end[r]).
+  std::vector<uint64_t> row_end;
+
+  size_t rows() const { return row_end.size(); }
+  absl::Span<const T> row(size_t r) const {
+    const uint64_t first = r == 0 ? 0 : row_end[r - 1];
+    return absl::Span<const T>(records.data() + first, row_end[r] - first);
+  }
+  // Ends the current row: the records appended since the last end.
+  void EndRow() { row_end.push_back(records.size()); }
+};
+
 // What a builder produces and the file holds.
 struct LodIndexData {
   hull::CorrectionKind correction = hull::CorrectionKind::kNone;
@@ -124,10 +143,10 @@ struct LodIndexData {
   uint32_t levels = 1;
   std::vector<std::string> regions;
   std::vector<LodIndexRow> rows;
-  // [level][row], each by time.
-  std::vector<std::vector<std::vector<LodFunctionRecord>>> functions;
-  // [level][sender row], each by send time.
-  std::vector<std::vector<std::vector<LodMessageRecord>>> messages;
+  // [level], each row by time.
+  std::vector<LodTable<LodFunctionRecord>> functions;
+  // [level], each sender row by send time.
+  std::vector<LodTable<LodMessageRecord>> messages;
   // [level], by begin.
   std::vector<std::vector<LodCollectiveRecord>> collectives;
 

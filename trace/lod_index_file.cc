@@ -207,25 +207,32 @@ absl::Status WriteLodIndex(const LodIndexData& data, const std::string& path) {
   std::vector<LevelEntry> level_entries(levels);
   std::vector<Range> function_ranges, message_ranges;
   for (uint32_t k = 0; k < levels; ++k) {
-    if (data.functions[k].size() != rows ||
-        (data.messages[k].size() != rows && !data.messages[k].empty())) {
+    const LodTable<LodFunctionRecord>& functions = data.functions[k];
+    const LodTable<LodMessageRecord>& messages = data.messages[k];
+    // Every row ended, the last at the table's end; a message table may
+    // also have no row (no AddMessages) and then no record.
+    auto whole = [rows](const auto& t) {
+      return t.rows() == rows &&
+             (rows == 0 ? t.records.empty() : t.row_end.back() == t.records.size());
+    };
+    if (!whole(functions) ||
+        (!whole(messages) && (messages.rows() > 0 || !messages.records.empty()))) {
       return absl::InvalidArgumentError("index data: rows do not match");
     }
     for (uint32_t r = 0; r < rows; ++r) {
-      function_ranges.push_back(Range{h.functions, data.functions[k][r].size()});
-      h.functions += data.functions[k][r].size();
-      const size_t n = data.messages[k].empty() ? 0 : data.messages[k][r].size();
-      message_ranges.push_back(Range{h.messages, n});
-      h.messages += n;
+      const size_t n = functions.row(r).size();
+      function_ranges.push_back(Range{h.functions, n});
+      h.functions += n;
+      const size_t m = messages.rows() == rows ? messages.row(r).size() : 0;
+      message_ranges.push_back(Range{h.messages, m});
+      h.messages += m;
     }
     LevelEntry& level = level_entries[k];
     level.max_latency_ns = 0;
     level.min_latency_ns = 0;
-    for (const std::vector<LodMessageRecord>& row : data.messages[k]) {
-      for (const LodMessageRecord& m : row) {
-        level.max_latency_ns = std::max(level.max_latency_ns, m.recv_ns - m.send_ns);
-        level.min_latency_ns = std::min(level.min_latency_ns, m.recv_ns - m.send_ns);
-      }
+    for (const LodMessageRecord& m : messages.records) {
+      level.max_latency_ns = std::max(level.max_latency_ns, m.recv_ns - m.send_ns);
+      level.min_latency_ns = std::min(level.min_latency_ns, m.recv_ns - m.send_ns);
     }
     level.max_collective_ns = 0;
     for (const LodCollectiveRecord& c : data.collectives[k]) {
@@ -255,10 +262,10 @@ absl::Status WriteLodIndex(const LodIndexData& data, const std::string& path) {
   w.Put(function_ranges.data(), function_ranges.size());
   w.Put(message_ranges.data(), message_ranges.size());
   for (uint32_t k = 0; k < levels; ++k) {
-    for (const auto& row : data.functions[k]) w.Put(row.data(), row.size());
+    w.Put(data.functions[k].records.data(), data.functions[k].records.size());
   }
   for (uint32_t k = 0; k < levels; ++k) {
-    for (const auto& row : data.messages[k]) w.Put(row.data(), row.size());
+    w.Put(data.messages[k].records.data(), data.messages[k].records.size());
   }
   for (uint32_t k = 0; k < levels; ++k) {
     w.Put(data.collectives[k].data(), data.collectives[k].size());

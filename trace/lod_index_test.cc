@@ -290,8 +290,11 @@ TEST_P(LodIndexRandom, MatchesBruteForceAtEveryLevelAndQuery) {
     SCOPED_TRACE(testing::Message() << "level " << k);
     std::vector<LodMessageRecord> messages;
     for (size_t row = 0; row < r.trace.threads.size(); ++row) {
-      EXPECT_EQ(data.functions[k][row], BruteFunctions(r, row, data, k)) << row;
-      const auto& m = data.messages[k][row];
+      const auto& f = data.functions[k].row(row);
+      EXPECT_EQ(std::vector<LodFunctionRecord>(f.begin(), f.end()),
+                BruteFunctions(r, row, data, k))
+          << row;
+      const auto& m = data.messages[k].row(row);
       EXPECT_TRUE(std::is_sorted(m.begin(), m.end(),
                                  [](const auto& a, const auto& b) {
                                    return a.send_ns < b.send_ns;
@@ -324,7 +327,7 @@ TEST_P(LodIndexRandom, MatchesBruteForceAtEveryLevelAndQuery) {
     EXPECT_TRUE(k == 0 || (*index)->slot_ns(k - 1) < (t1 - t0) / px);
     std::vector<LodFunctionHit> want;
     for (uint32_t row = 0; row < 3; ++row) {
-      for (const LodFunctionRecord& f : data.functions[k][row]) {
+      for (const LodFunctionRecord& f : data.functions[k].row(row)) {
         if (f.end_ns > t0 && f.begin_ns < t1) want.push_back({row, f});
       }
     }
@@ -334,8 +337,8 @@ TEST_P(LodIndexRandom, MatchesBruteForceAtEveryLevelAndQuery) {
       EXPECT_EQ(answer.functions[i].record, want[i].record);
     }
     std::vector<LodMessageRecord> messages;
-    for (const auto& row : data.messages[k]) {
-      for (const LodMessageRecord& m : row) {
+    {
+      for (const LodMessageRecord& m : data.messages[k].records) {
         if (std::max(m.send_ns, m.recv_ns) >= t0 &&
             std::min(m.send_ns, m.recv_ns) < t1) {
           messages.push_back(m);
@@ -373,7 +376,7 @@ TEST(LodIndex, AgreesWithTheLodBinsDominantRegions) {
     ASSERT_EQ(lod->levels[0].bin_ns, width);
     ASSERT_EQ(lod->regions, data.regions);
     for (size_t row = 0; row < 2; ++row) {
-      const std::vector<LodFunctionRecord>& records = data.functions[k][row];
+      const auto& records = data.functions[k].row(row);
       for (int32_t b = 0; b < options.bins; ++b) {
         const int64_t start = data.origin_ns + b * width;
         const int32_t dominant = lod->levels[0].rows[row][b].dominant();
