@@ -20,7 +20,7 @@ PACKAGES=(
   liblttng-ust-dev lttng-tools babeltrace2  # lttng/: the clock plugin, its example and merge test
   openssl      # certificates for //tests:collector_tls_test
   python3-matplotlib  # tools/simulate_cluster/plot_scale.py: docs/scale_*.png
-  chromium     # headless: //tools/trace:view_browser_test loads the view's page
+  chromium     # headless: `clocksync-trace view --png`; //tools/trace:view_browser_test loads the view's page
 )
 
 die() { echo "setup.sh: $*" >&2; exit 1; }

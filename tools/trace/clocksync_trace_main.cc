@@ -10,6 +10,7 @@
 // names the archive).
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -28,6 +29,7 @@
 #include "metrics/http_server.h"
 #include "tools/trace/view_data.h"
 #include "tools/trace/view_html.h"
+#include "tools/trace/view_png.h"
 #include "trace/compare_report.h"
 #include "trace/export.h"
 #include "trace/lod.h"
@@ -63,6 +65,14 @@ ABSL_FLAG(std::string, serve, "",
           "view: serve the page at HOST:PORT (e.g. 127.0.0.1:8080) and answer "
           "its /lod queries live from the index, until Ctrl-C");
 ABSL_FLAG(std::string, svg, "", "view: also write a static SVG snapshot here");
+ABSL_FLAG(std::string, png, "",
+          "view: also write a PNG snapshot of the page here (the whole run under "
+          "--correction, a --width x --png_height window), taken by headless "
+          "Chromium: needs chromium installed (apt-get install chromium)");
+ABSL_FLAG(int32_t, png_height, 900, "view --png: the window's height in pixels");
+ABSL_FLAG(std::string, chromium, "",
+          "view --png: the Chromium to run (default: chromium or "
+          "chromium-browser in $PATH)");
 ABSL_FLAG(std::string, index_dir, "",
           "view: where level-of-detail indexes are kept (default "
           "$XDG_CACHE_HOME/clocksync-trace or ~/.cache/clocksync-trace)");
@@ -95,7 +105,7 @@ Usage:
   clocksync-trace export  --format=chrome|perfetto|otf2 [--correction=C] --out=PATH ARCHIVE...
   clocksync-trace profile [--correction=C] [--json] ARCHIVE...
   clocksync-trace lod     [--correction=C] [--bins=N] [--levels=L] [--from_ns=T --to_ns=T] [--json] ARCHIVE...
-  clocksync-trace view    [--correction=C] --out=run.html | --serve=HOST:PORT [--svg=run.svg] ARCHIVE...
+  clocksync-trace view    [--correction=C] --out=run.html | --serve=HOST:PORT [--svg=run.svg] [--png=run.png] ARCHIVE...
 
 ARCHIVE is a trace directory the tracer wrote (one per process: traces.otf2,
 traces.def, traces/, clocksync.sidecar). Corrections C:
@@ -132,7 +142,9 @@ Commands:
            region, messages (red: received before sent), collectives, the
            profile; every correction switchable (default online). The
            index behind it is built once per archive set (--index_dir).
-           --svg writes a static snapshot. docs/VIEW.md
+           --svg writes a static snapshot; --png a picture of the page,
+           taken by headless Chromium, which must be installed (Debian:
+           apt-get install chromium; --chromium=PATH). docs/VIEW.md
 
 Exit status: 0 ok, 1 bad usage, 2 an archive cannot be read (or lacks what
 the command needs). A truncated archive is read up to its last complete
@@ -372,14 +384,63 @@ int LodCommand(const std::vector<std::string>& archives) {
   return std::cout ? 0 : Unreadable("cannot write standard output");
 }
 
+// The PNG of the page (the --out file, or a temporary copy) under `kind`.
+int WritePng(const ViewModel& model, const std::string& out_path,
+             const std::string& png_path, const std::string& chromium,
+             int32_t width, int32_t height, int64_t embed, hull::CorrectionKind kind) {
+  std::string page = out_path;
+  std::string temp;
+  if (page.empty()) {
+    temp = absl::StrCat(png_path, ".", getpid(), ".html");
+    std::ofstream html(temp);
+    html << ViewHtml(ModelJson(model, width, embed, /*serve=*/false));
+    html.close();
+    if (!html) {
+      std::remove(temp.c_str());
+      return Usage(absl::StrCat("bad flag --png: cannot write ", temp));
+    }
+    page = temp;
+  }
+  PngOptions options;
+  options.chromium = chromium;
+  options.html_path = page;
+  options.correction = std::string(hull::CorrectionKindName(kind));
+  options.png_path = png_path;
+  options.width_px = width;
+  options.height_px = height;
+  const absl::Status s = TakePngSnapshot(options);
+  if (!temp.empty()) std::remove(temp.c_str());
+  if (!s.ok()) return Usage(absl::StrCat("bad flag --png: ", s.message()));
+  std::cerr << "clocksync-trace: wrote " << png_path << "\n";
+  return 0;
+}
+
 int ViewCommand(const std::vector<std::string>& archives) {
   int exit_code = 0;
   const std::string out_path = absl::GetFlag(FLAGS_out);
   const std::string serve = absl::GetFlag(FLAGS_serve);
   const std::string svg_path = absl::GetFlag(FLAGS_svg);
-  if (out_path.empty() && serve.empty() && svg_path.empty()) {
-    return Usage("bad flag --out: view needs --out=FILE.html, --serve=HOST:PORT "
-                 "or --svg=FILE.svg");
+  const std::string png_path = absl::GetFlag(FLAGS_png);
+  if (out_path.empty() && serve.empty() && svg_path.empty() && png_path.empty()) {
+    return Usage("bad flag --out: view needs --out=FILE.html, --serve=HOST:PORT, "
+                 "--svg=FILE.svg or --png=FILE.png");
+  }
+  // Chromium is looked for before anything is built.
+  std::string chromium;
+  if (!png_path.empty()) {
+    const std::string name = absl::GetFlag(FLAGS_chromium);
+    chromium = FindChromium(name);
+    if (chromium.empty()) {
+      return Usage(absl::StrCat(
+          "bad flag --png: ", name.empty() ? "chromium (or chromium-browser)" : name,
+          " not found; the PNG is taken by headless Chromium: apt-get install "
+          "chromium, or --chromium=PATH"));
+    }
+  }
+  const int32_t png_height = absl::GetFlag(FLAGS_png_height);
+  if (png_height < 100 || png_height > 20000) {
+    return Usage(absl::StrCat("bad flag --png_height: ", png_height,
+                              " is not in 100..20000"));
   }
   const int32_t width = absl::GetFlag(FLAGS_width);
   if (width < 200 || width > 20000) {
@@ -416,6 +477,13 @@ int ViewCommand(const std::vector<std::string>& archives) {
     html.close();
     if (!html) return Usage(absl::StrCat("bad flag --out: cannot write ", out_path));
     std::cerr << "clocksync-trace: wrote " << out_path << "\n";
+  }
+  if (!png_path.empty()) {
+    if (int code = WritePng(*model, out_path, png_path, chromium, width, png_height,
+                            embed, *kind);
+        code != 0) {
+      return code;
+    }
   }
   if (serve.empty()) return 0;
   // The page embeds the whole run's level only; /lod answers the rest.

@@ -9,8 +9,13 @@
 #   2. --screenshot of the whole run under online: a PNG of the window's
 #      size whose drawing has the three rows as bands of colour across the
 #      plot, and whose lower part is blank page.
-# Without chromium it skips (exit 0) with a message, except under CI=true,
-# where it fails: deploy/setup.sh installs chromium.
+#   3. `view --png` (which runs chromium itself) under none: the same
+#      picture, its window --width x --png_height, with red (backward)
+#      message lines in it; the temporary page it wrote is gone.
+# Before all: `view --png` with a Chromium that does not exist fails with
+# exit 1 and says to install chromium (this part runs without chromium).
+# Without chromium the rest skips (exit 0) with a message, except under
+# CI=true, where it fails: deploy/setup.sh installs chromium.
 set -euo pipefail
 
 TOOL="$1"
@@ -19,6 +24,21 @@ WORK="${TEST_TMPDIR:-$(mktemp -d)}/view_browser_test"
 rm -rf "$WORK"
 mkdir -p "$WORK"
 fail() { echo "FAIL: $*" >&2; exit 1; }
+
+"$MAKE" "$WORK" > "$WORK/answers"
+# shellcheck disable=SC1090
+source "$WORK/answers"
+
+# --- 0. --png without Chromium: a clear error, before anything is built -------
+set +e
+"$TOOL" view --index_dir="$WORK/idx" --png="$WORK/none.png" --chromium="$WORK/no-chromium" \
+  "$rank0" "$rank1" 2> "$WORK/nochromium.err"
+code=$?
+set -e
+[[ $code -eq 1 ]] || fail "--png with a missing chromium: exit $code, want 1"
+grep -q "bad flag --png: .*no-chromium not found.*apt-get install chromium" "$WORK/nochromium.err" ||
+  fail "--png with a missing chromium: $(cat "$WORK/nochromium.err")"
+[[ ! -e "$WORK/none.png" && ! -e "$WORK/idx" ]] || fail "--png without chromium built or wrote something"
 
 CHROMIUM="$(command -v chromium || command -v chromium-browser || true)"
 if [[ -z "$CHROMIUM" ]]; then
@@ -29,9 +49,6 @@ if [[ -z "$CHROMIUM" ]]; then
   exit 0
 fi
 
-"$MAKE" "$WORK" > "$WORK/answers"
-# shellcheck disable=SC1090
-source "$WORK/answers"
 "$TOOL" view --index_dir="$WORK/idx" --out="$WORK/run.html" "$rank0" "$rank1" 2> "$WORK/view.err" ||
   fail "view: $(cat "$WORK/view.err")"
 
@@ -86,7 +103,7 @@ rm -f "$WORK/shot.png"
 (cd "$WORK" && browse --screenshot="$WORK/shot.png" "file://$WORK/run.html#c=online") ||
   fail "chromium --screenshot: $(tail -3 "$WORK/chromium.err")"
 [[ -s "$WORK/shot.png" ]] || fail "no screenshot"
-python3 - "$WORK/shot.png" <<'PY'
+cat > "$WORK/check_png.py" <<'PY'
 import struct, sys, zlib
 data = open(sys.argv[1], "rb").read()
 assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
@@ -116,9 +133,12 @@ for y in range(h):
             line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
     rows.append(line)
     prev = line
+def backward(line, x):  # a red message line
+    r, g, b = line[x * bpp:x * bpp + 3]
+    return r > 180 and g < 60 and b < 60
 def saturated(line, x):
     r, g, b = line[x * bpp:x * bpp + 3]
-    return max(r, g, b) - min(r, g, b) > 80
+    return max(r, g, b) - min(r, g, b) > 80 and not backward(line, x)
 # Rows of the drawing: horizontal bands where most of the plot is colour.
 counts = [sum(saturated(rows[y], x) for x in range(0, w, 2)) for y in range(h)]
 bands, start = [], None
@@ -132,6 +152,19 @@ assert all(b - a <= 24 for a, b in bands), bands
 low = rows[int(h * 0.75):]
 blank = sum(1 for line in low for x in range(0, w, 7) if min(line[x * bpp:x * bpp + 3]) > 240)
 assert blank > 0.98 * len(low) * len(range(0, w, 7)), "the bottom of the page is not blank"
-print("screenshot ok: %dx%d, rows at y %s" % (w, h, bands))
+# Message lines received before sent: pure red pixels in the plot.
+red = sum(1 for y in range(bands[0][0], bands[-1][1]) for x in range(w) if backward(rows[y], x))
+want_red = sys.argv[2] == "red"
+assert (red > 50) == want_red, ("red pixels in the rows", red, sys.argv[2])
+print("%s ok: %dx%d, rows at y %s, %d red pixels" % (sys.argv[1], w, h, bands, red))
 PY
+python3 "$WORK/check_png.py" "$WORK/shot.png" no-red
+
+# --- 3. view --png: chromium run by the tool ------------------------------------
+"$TOOL" view --index_dir="$WORK/idx" --correction=none --width=1400 --png_height=900 \
+  --png="$WORK/view.png" "$rank0" "$rank1" 2> "$WORK/png.err" ||
+  fail "view --png: $(cat "$WORK/png.err")"
+grep -q "wrote $WORK/view.png" "$WORK/png.err" || fail "view --png: $(cat "$WORK/png.err")"
+python3 "$WORK/check_png.py" "$WORK/view.png" red
+ls "$WORK"/view.png.*.html 2> /dev/null && fail "view --png left its page behind"
 echo "PASS"
