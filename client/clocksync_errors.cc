@@ -37,6 +37,8 @@ extern "C" const char* clocksync_strerror(int code) {
       return "master not configured or not answering";
     case CLOCKSYNC_EABORTED:
       return "tracer init aborted from another thread";
+    case CLOCKSYNC_ETIMEDOUT:
+      return "tracer attach timed out: not every child connected";
     default:
       return "unknown error";
   }

@@ -65,7 +65,10 @@ enum {
   CLOCKSYNC_ENOMASTER = -14,
   /* Tracer: cs_trace_init was aborted by cs_trace_abort from another
    * thread while it waited for the collector; nothing was started. */
-  CLOCKSYNC_EABORTED = -15
+  CLOCKSYNC_EABORTED = -15,
+  /* Tracer: cs_trace_attach waited in vain: not every child connected in
+   * time (cs_trace_last_error names those that did not). */
+  CLOCKSYNC_ETIMEDOUT = -16
 };
 
 /* A static description of an error code ("unknown error" for others). */

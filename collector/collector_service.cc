@@ -5,12 +5,17 @@
 
 #include <malloc.h>
 
+#include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <sstream>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/time.h"
+#include "collector/contact.h"
 #include "collector/wire.h"
 
 namespace clocksync::collector {
@@ -31,6 +36,20 @@ absl::StatusOr<std::string> ReadPem(const std::string& flag,
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
+}
+
+// The call's deadline, at most kMaxAttachWaitS from now.
+absl::Time CallDeadline(const grpc::ServerContext* context) {
+  const absl::Time limit = absl::Now() + absl::Seconds(kMaxAttachWaitS);
+  const auto deadline = context->deadline();
+  if (deadline == std::chrono::system_clock::time_point::max()) return limit;
+  return std::min(limit, absl::FromChrono(deadline));
+}
+
+void ToProto(const AttachedGroup& group, AttachGroup* out) {
+  out->set_parent_rank(group.parent_rank);
+  out->set_group(group.group);
+  for (int32_t child : group.children) out->add_children(child);
 }
 
 }  // namespace
@@ -92,7 +111,13 @@ grpc::Status CollectorService::Stream(
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                         "the first message must be a Hello");
   }
-  absl::StatusOr<Collection::Rank*> joined = collection_->Join(message.hello());
+  const bool child = message.hello().has_attach();
+  AttachedGroup attached;
+  absl::StatusOr<Collection::Rank*> joined =
+      child ? collection_->JoinChild(
+                  message.hello(), CallDeadline(context),
+                  [context] { return context->IsCancelled(); }, &attached)
+            : collection_->Join(message.hello());
   if (!joined.ok()) {
     Log(absl::StrCat("refused a stream from ", context->peer(), ": ",
                      joined.status().message()));
@@ -104,6 +129,9 @@ grpc::Status CollectorService::Stream(
   welcome->set_rank(rank->rank());
   welcome->set_world_size(collection_->world_size());
   welcome->set_max_unacked_bytes(collection_->max_unacked_bytes());
+  welcome->set_attach_key(collection_->AttachKey(rank->rank()));
+  welcome->set_ranks_in_run(collection_->ranks_in_run());
+  if (child) ToProto(attached, welcome->mutable_attached());
   if (!stream->Write(reply)) {
     const std::string why = "the process went away before its Welcome";
     rank->Lost(why);
@@ -175,6 +203,32 @@ grpc::Status CollectorService::Stream(
   Log(absl::StrCat("rank ", rank->rank(), " (", context->peer(), "): ", why));
   TellPeersLost(rank->rank(), why);
   return grpc::Status(grpc::StatusCode::CANCELLED, why);
+}
+
+grpc::Status CollectorService::Attach(grpc::ServerContext* context,
+                                      const AttachRequest* request,
+                                      AttachReply* reply) {
+  absl::Time deadline = CallDeadline(context);
+  if (request->wait_ms() > 0) {
+    deadline = std::min(deadline,
+                        absl::Now() + absl::Milliseconds(request->wait_ms()));
+  }
+  absl::StatusOr<AttachedGroup> group = collection_->Attach(
+      *request, deadline,
+      [context] { return context->IsCancelled(); });
+  const std::string name = AttachGroupName(request->group().parent_rank(),
+                                           request->group().group());
+  if (!group.ok()) {
+    Log(absl::StrCat("attach group ", name, " (", context->peer(),
+                     "): ", group.status().message()));
+    return ToGrpc(group.status());
+  }
+  ToProto(*group, reply->mutable_group());
+  reply->set_ranks_in_run(group->ranks_in_run);
+  Log(absl::StrCat("attach group ", name, ": ranks ",
+                   absl::StrJoin(group->children, ", "), " attached (",
+                   group->ranks_in_run, " ranks in the run)"));
+  return grpc::Status::OK;
 }
 
 void TuneMallocForCollector() {

@@ -12,6 +12,10 @@
 // its Welcome. A stream's writes (acks, PeerLost) go through one lock per
 // stream; a stream's end waits for a PeerLost being written to it.
 //
+// Dynamic spawning: a child's Hello (Hello.attach) waits in its stream
+// until its group is complete (Collection::JoinChild); its Welcome then
+// carries the group. Every Welcome carries the rank's attach key.
+//
 // Also here: BuildCollectorServer, the gRPC server a collector runs.
 #ifndef CLOCKSYNC_COLLECTOR_COLLECTOR_SERVICE_H_
 #define CLOCKSYNC_COLLECTOR_COLLECTOR_SERVICE_H_
@@ -31,6 +35,10 @@
 
 namespace clocksync::collector {
 
+// The longest an Attach, or a child's wait for its group, lasts when the
+// caller set no deadline.
+inline constexpr int kMaxAttachWaitS = 600;
+
 class CollectorService final : public Collector::Service {
  public:
   // `log`: one line per refused stream and per lost rank (may be empty).
@@ -41,6 +49,11 @@ class CollectorService final : public Collector::Service {
       grpc::ServerContext* context,
       grpc::ServerReaderWriter<CollectorMessage, ProcessMessage>* stream)
       override;
+  // Dynamic spawning: Collection::Attach for the request's wait_ms, within
+  // the call's deadline (at most kMaxAttachWaitS).
+  grpc::Status Attach(grpc::ServerContext* context,
+                      const AttachRequest* request,
+                      AttachReply* reply) override;
 
  private:
   using ServerStream =

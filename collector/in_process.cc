@@ -86,7 +86,7 @@ absl::StatusOr<CollectedRun> InProcessCollector::Finish() {
   server_->Shutdown(std::chrono::system_clock::now() +
                     std::chrono::seconds(kShutdownGraceS));
   server_.reset();
-  return WriteCollectedRun(collection_->Status(), options_.world_size,
+  return WriteCollectedRun(collection_->Status(), collection_->ranks_in_run(),
                            options_.output, raw_dir_, options_.archive);
 }
 

@@ -18,6 +18,7 @@
 #include "hull/trace_stamp.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "collector/contact.h"
 #include "trace/export.h"
 #include "trace/otf2_reader.h"
 #include "trace/timeline.h"
@@ -373,6 +374,11 @@ absl::StatusOr<CollectedRun> WriteCollectedRun(
         "rank %d %s: %d events, host %s pid %d", r.rank,
         RankStateName(r.state), span.events, r.info.hostname, r.info.pid);
     if (r.phase > 0) absl::StrAppend(&line, ", ", r.phase + 1, " phases");
+    if (r.parent_rank >= 0) {
+      absl::StrAppend(&line, ", attached by rank ", r.parent_rank,
+                      " (group ", AttachGroupName(r.parent_rank, r.attach_group),
+                      ")");
+    }
     if (span.has_events) {
       absl::StrAppend(&line, ", last event at ",
                       GlobalTime(span.last_event_global_ns), " (",

@@ -112,6 +112,10 @@ absl::Status StreamingSink::Start() {
   h->set_token(options_.contact.token);
   h->set_requested_rank(options_.requested_rank);
   h->set_phase(options_.phase);
+  if (options_.contact.attach_parent >= 0) {
+    h->mutable_attach()->set_parent_rank(options_.contact.attach_parent);
+    h->mutable_attach()->set_group(options_.contact.attach_group);
+  }
   ToProto(options_.info, h->mutable_process());
   CollectorMessage reply;
   const bool answered = Guarded([&] {
@@ -155,10 +159,64 @@ absl::Status StreamingSink::Start() {
   }
   rank_ = reply.welcome().rank();
   world_size_ = reply.welcome().world_size();
+  ranks_in_run_ = reply.welcome().ranks_in_run();
+  attach_key_ = reply.welcome().attach_key();
+  if (reply.welcome().has_attached()) {
+    const AttachGroup& group = reply.welcome().attached();
+    attached_ = AttachGroupInfo{
+        group.parent_rank(), group.group(),
+        std::vector<int32_t>(group.children().begin(), group.children().end()),
+        ranks_in_run_};
+  }
   max_unacked_bytes_ =
       std::max<uint64_t>(reply.welcome().max_unacked_bytes(), kSendBatchBytes);
   reader_ = std::thread([this] { ReaderLoop(); });
   return absl::OkStatus();
+}
+
+std::string StreamingSink::AttachContact(uint32_t group,
+                                         const std::string& address) const {
+  Contact contact;
+  contact.token = AttachGroupToken(attach_key_, group);
+  contact.address = address;
+  contact.attach_parent = rank_;
+  contact.attach_group = group;
+  return FormatContact(contact);
+}
+
+absl::StatusOr<AttachGroupInfo> StreamingSink::Attach(
+    uint32_t group, int32_t children, const std::vector<int64_t>& pids,
+    int64_t timeout_ns) {
+  const std::string name = AttachGroupName(rank_, group);
+  if (fell_back()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "attach group ", name, ": the collector was lost (",
+        fallback_reason(), "); no children can be attached"));
+  }
+  AttachRequest request;
+  request.set_token(AttachGroupToken(attach_key_, group));
+  request.mutable_group()->set_parent_rank(rank_);
+  request.mutable_group()->set_group(group);
+  request.set_children(children);
+  for (int64_t pid : pids) request.add_pids(pid);
+  request.set_wait_ms(static_cast<uint32_t>(
+      std::clamp<int64_t>(timeout_ns / 1'000'000, 1, 600'000)));
+  grpc::ClientContext context;
+  // The collector's own wait ends first, with the message naming the
+  // children that never came.
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::nanoseconds(timeout_ns) +
+                       std::chrono::seconds(5));
+  AttachReply reply;
+  const grpc::Status status = stub_->Attach(&context, request, &reply);
+  if (!status.ok()) {
+    return FromGrpc(status, absl::StrCat("collector ", options_.contact.address));
+  }
+  return AttachGroupInfo{
+      reply.group().parent_rank(), reply.group().group(),
+      std::vector<int32_t>(reply.group().children().begin(),
+                           reply.group().children().end()),
+      reply.ranks_in_run()};
 }
 
 StreamingSink::~StreamingSink() {

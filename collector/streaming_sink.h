@@ -23,9 +23,15 @@
 // Fail-safe: the collector tells the stream when another rank is lost
 // (PeerLost); lost_peers() lists them, and `warn` says so once each.
 //
+// Dynamic spawning: the Welcome gives the rank's attach key, from which
+// AttachContact makes the contact string of an attach group for the
+// children; Attach waits (a unary call beside the stream) until they all
+// joined. A child (its contact an attach contact string) learns its group
+// from its Welcome (attached()).
+//
 // Thread safety: AppendEvents, StreamRecords and Finish must not overlap
-// (the tracer calls them under its archive lock); the statistics may be
-// read from any thread. Two threads of its own: the ack reader and a
+// (the tracer calls them under its archive lock); the statistics,
+// AttachContact and Attach may be called from any thread. Two threads of its own: the ack reader and a
 // watchdog that cancels a stalled call.
 #ifndef CLOCKSYNC_COLLECTOR_STREAMING_SINK_H_
 #define CLOCKSYNC_COLLECTOR_STREAMING_SINK_H_
@@ -85,6 +91,14 @@ struct StreamingOptions {
   std::function<void(const std::string&)> warn;
 };
 
+// An attach group as the collector completed it (proto AttachGroup).
+struct AttachGroupInfo {
+  int32_t parent_rank = -1;
+  uint32_t group = 0;
+  std::vector<int32_t> children;  // ranks, ascending
+  int32_t ranks_in_run = 0;       // when it completed
+};
+
 class StreamingSink : public trace::TraceSink {
  public:
   // Connects, says Hello and waits for the Welcome, all within timeout_ns.
@@ -101,6 +115,24 @@ class StreamingSink : public trace::TraceSink {
 
   int32_t rank() const { return rank_; }
   int32_t world_size() const { return world_size_; }
+  // world_size plus the children attached when this stream was welcomed.
+  int32_t ranks_in_run() const { return ranks_in_run_; }
+  // A child of an attach group: the group (its Welcome's); else nullopt.
+  const std::optional<AttachGroupInfo>& attached() const { return attached_; }
+
+  // The attach contact string of this rank's attach group `group` at the
+  // collector's `address` (the address children reach it at):
+  // TOKEN.RANK.GROUP@ADDRESS (collector/contact.h).
+  std::string AttachContact(uint32_t group, const std::string& address) const;
+  // Waits until `children` children started with that contact string
+  // joined (pids: theirs, or empty), at most timeout_ns. The collector's
+  // errors with its message: DeadlineExceeded naming the children that
+  // never connected, PermissionDenied, FailedPrecondition (attached
+  // before); FailedPrecondition too when this sink fell back to its local
+  // archive (no collector to attach to).
+  absl::StatusOr<AttachGroupInfo> Attach(uint32_t group, int32_t children,
+                                         const std::vector<int64_t>& pids,
+                                         int64_t timeout_ns);
   // Finish tells the collector another phase of this rank follows
   // (Finish.more_phases). Before Finish, from the thread that calls it.
   void set_more_phases(bool more) { more_phases_ = more; }
@@ -158,6 +190,9 @@ class StreamingSink : public trace::TraceSink {
   std::string where_;
   int32_t rank_ = -1;
   int32_t world_size_ = 0;
+  int32_t ranks_in_run_ = 0;
+  std::string attach_key_;
+  std::optional<AttachGroupInfo> attached_;
   uint64_t max_unacked_bytes_ = 0;
 
   std::shared_ptr<grpc::Channel> channel_;

@@ -36,6 +36,10 @@ inline constexpr int kMaxMessageBytes = 8 << 20;
 // Names (process, host, node, thread, region, communicator, path, clock
 // model spec).
 inline constexpr size_t kMaxNameBytes = 4096;
+// Dynamic spawning: the most children one Attach waits for, and the most
+// ranks a run may reach with its attached children.
+inline constexpr int32_t kMaxAttachChildren = 4096;
+inline constexpr int32_t kMaxRanksInRun = 100000;
 // The default window of unacknowledged event bytes per process (Welcome).
 inline constexpr uint64_t kDefaultMaxUnackedBytes = 32 << 20;
 

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -225,15 +226,37 @@ absl::Status WriteMergedOtf2(absl::Span<const ProcessTrace> traces,
     return fail("setting up");
   }
 
-  // Regions unified by name; communicators by id (the first definition).
+  // Regions unified by name; communicators by name and ranks (each process
+  // numbers its own: processes attached at different times define the
+  // same group under different ids, and one id names different groups in
+  // different processes); the world (id 0) is its first definition. A
+  // communicator keeps the id of its first definition when that is free.
   std::map<std::string, uint32_t> region_ids;
-  std::map<uint32_t, Communicator> comms;
+  std::map<uint32_t, Communicator> comms;  // by unified id
+  std::map<std::pair<std::string, std::vector<int32_t>>, uint32_t> comm_ids;
+  // Per process: its communicator ids -> unified ids.
+  std::vector<absl::flat_hash_map<uint32_t, uint32_t>> comm_of(traces.size());
+  auto unify_comm = [&](const Communicator& c) -> uint32_t {
+    if (c.id == kWorldCommunicator) {
+      comms.emplace(kWorldCommunicator, c);
+      return kWorldCommunicator;
+    }
+    auto [it, inserted] = comm_ids.emplace(std::make_pair(c.name, c.ranks), 0);
+    if (!inserted) return it->second;
+    uint32_t id = c.id;
+    while (id == kWorldCommunicator || comms.count(id) != 0) ++id;
+    it->second = id;
+    Communicator unified = c;
+    unified.id = id;
+    comms.emplace(id, std::move(unified));
+    return id;
+  };
   int32_t world_size = 0;
   for (size_t p = 0; p < traces.size(); ++p) {
     if (!timeline.processes[p].available) continue;
     world_size = std::max(world_size, traces[p].info.rank + 1);
     for (const Communicator& c : traces[p].communicators) {
-      comms.emplace(c.id, c);
+      comm_of[p][c.id] = unify_comm(c);
       for (int32_t r : c.ranks) world_size = std::max(world_size, r + 1);
     }
   }
@@ -258,6 +281,16 @@ absl::Status WriteMergedOtf2(absl::Span<const ProcessTrace> traces,
     const ProcessTrace& trace = traces[p];
     // This process's region ids -> unified ids, looked up once per id (the
     // per-event path is a hash lookup, not a name search).
+    // An event's communicator, unified (one the process never defined is
+    // "comm <id>" without ranks).
+    auto unified_comm = [&](uint32_t id) {
+      auto it = comm_of[p].find(id);
+      if (it != comm_of[p].end()) return it->second;
+      const uint32_t u =
+          unify_comm(Communicator{id, absl::StrCat("comm ", id), {}});
+      comm_of[p].emplace(id, u);
+      return u;
+    };
     absl::flat_hash_map<uint32_t, uint32_t> unified;
     auto unified_region = [&](uint32_t id) {
       auto it = unified.find(id);
@@ -291,13 +324,13 @@ absl::Status WriteMergedOtf2(absl::Span<const ProcessTrace> traces,
             break;
           case EventKind::kSend:
             code = OTF2_EvtWriter_MpiSend(writer, nullptr, time,
-                                          static_cast<uint32_t>(e.peer), e.comm,
-                                          e.tag, e.bytes);
+                                          static_cast<uint32_t>(e.peer),
+                                          unified_comm(e.comm), e.tag, e.bytes);
             break;
           case EventKind::kRecv:
             code = OTF2_EvtWriter_MpiRecv(writer, nullptr, time,
-                                          static_cast<uint32_t>(e.peer), e.comm,
-                                          e.tag, e.bytes);
+                                          static_cast<uint32_t>(e.peer),
+                                          unified_comm(e.comm), e.tag, e.bytes);
             break;
           case EventKind::kCollectiveBegin:
             open_collective_bytes.push_back(e.bytes);
@@ -310,21 +343,16 @@ absl::Status WriteMergedOtf2(absl::Span<const ProcessTrace> traces,
               open_collective_bytes.pop_back();
             }
             code = OTF2_EvtWriter_MpiCollectiveEnd(
-                writer, nullptr, time, ToOtf2CollectiveOp(e.collective), e.comm,
-                static_cast<uint32_t>(e.peer), sent, e.bytes);
+                writer, nullptr, time, ToOtf2CollectiveOp(e.collective),
+                unified_comm(e.comm), static_cast<uint32_t>(e.peer), sent,
+                e.bytes);
             break;
           }
         }
         if (code != OTF2_SUCCESS || Otf2ErrorPending()) {
           return fail("writing events to");
         }
-        if (e.kind == EventKind::kSend || e.kind == EventKind::kRecv ||
-            e.kind == EventKind::kCollectiveBegin ||
-            e.kind == EventKind::kCollectiveEnd) {
-          if (comms.find(e.comm) == comms.end()) {
-            comms.emplace(e.comm, Communicator{e.comm, absl::StrCat("comm ", e.comm), {}});
-          }
-        }
+        if (e.kind == EventKind::kCollectiveBegin) unified_comm(e.comm);
       }
       if (OTF2_Archive_CloseEvtWriter(archive, writer) != OTF2_SUCCESS ||
           Otf2ErrorPending()) {

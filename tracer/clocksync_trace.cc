@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <new>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -321,6 +322,68 @@ int32_t cs_trace_peer_lost(int32_t* ranks, int32_t capacity) {
       ranks[i] = lost[i];
     }
     return static_cast<int32_t>(lost.size());
+  } catch (const std::bad_alloc&) {
+    return CLOCKSYNC_ENOMEM;
+  }
+}
+
+int cs_trace_attach_contact(char* contact, size_t size) {
+  t_last_error.clear();
+  if (contact == nullptr) {
+    t_last_error = "cs_trace_attach_contact: contact is NULL";
+    return CLOCKSYNC_EINVAL;
+  }
+  try {
+    absl::StatusOr<std::string> c = Tracer::AttachContact();
+    if (!c.ok()) {
+      t_last_error = c.status().ToString();
+      return Tracer::IsActive() ? CLOCKSYNC_EIO : CLOCKSYNC_ENOTINIT;
+    }
+    return CopyContact(*c, contact, size);
+  } catch (const std::bad_alloc&) {
+    return CLOCKSYNC_ENOMEM;
+  }
+}
+
+int cs_trace_attach(int32_t n, const int64_t* pids, uint32_t* children_comm,
+                    uint32_t* family_comm) {
+  t_last_error.clear();
+  try {
+    absl::StatusOr<clocksync::AttachResult> group = Tracer::Attach(
+        n, pids == nullptr || n <= 0
+               ? absl::Span<const int64_t>()
+               : absl::MakeConstSpan(pids, static_cast<size_t>(n)));
+    if (!group.ok()) {
+      t_last_error = group.status().ToString();
+      if (!Tracer::IsActive()) return CLOCKSYNC_ENOTINIT;
+      switch (group.status().code()) {
+        case absl::StatusCode::kInvalidArgument:
+          return CLOCKSYNC_EINVAL;
+        case absl::StatusCode::kDeadlineExceeded:
+          return CLOCKSYNC_ETIMEDOUT;
+        case absl::StatusCode::kResourceExhausted:
+          return CLOCKSYNC_ENOMEM;
+        default:
+          return CLOCKSYNC_EIO;
+      }
+    }
+    if (children_comm != nullptr) *children_comm = group->children_comm;
+    if (family_comm != nullptr) *family_comm = group->family_comm;
+    return CLOCKSYNC_OK;
+  } catch (const std::bad_alloc&) {
+    return CLOCKSYNC_ENOMEM;
+  }
+}
+
+int cs_trace_attached(int32_t* parent_rank, uint32_t* children_comm,
+                      uint32_t* family_comm) {
+  try {
+    const std::optional<clocksync::AttachResult> group = Tracer::Attached();
+    if (!group.has_value()) return CLOCKSYNC_ENOTINIT;
+    if (parent_rank != nullptr) *parent_rank = group->parent_rank;
+    if (children_comm != nullptr) *children_comm = group->children_comm;
+    if (family_comm != nullptr) *family_comm = group->family_comm;
+    return CLOCKSYNC_OK;
   } catch (const std::bad_alloc&) {
     return CLOCKSYNC_ENOMEM;
   }

@@ -190,8 +190,45 @@ int32_t cs_trace_world_size(void);
  * finalize). A program may poll it when a peer stops answering. */
 int32_t cs_trace_peer_lost(int32_t* ranks, int32_t capacity);
 
+/* Dynamic spawning (docs/COLLECTOR.md, "Dynamic spawning"): a process
+ * streaming to a collector starts children and connects them into the run.
+ *
+ *   char contact[512];
+ *   cs_trace_attach_contact(contact, sizeof(contact));
+ *   ... start the children; each gets `contact` (through a pipe, say) and
+ *       calls cs_trace_init with CLOCKSYNC_COLLECTOR=contact ...
+ *   uint32_t children, family;
+ *   cs_trace_attach(n, pids, &children, &family);
+ *
+ * The contact string for the children of this process's next attach into
+ * contact[size] (512 bytes always suffice). 0, CLOCKSYNC_ENOTINIT,
+ * CLOCKSYNC_EINVAL (buffer), CLOCKSYNC_EIO (the trace goes to a local
+ * archive: no collector to attach to). */
+int cs_trace_attach_contact(char* contact, size_t size);
+/* Waits until the n children started with that contact string joined (at
+ * most CLOCKSYNC_COLLECTOR_TIMEOUT_MS); the collector gives them the ranks
+ * after the run's. pids: the children's process ids (only those are
+ * taken, and a timeout names the missing ones), or NULL. Defines the
+ * group's two communicators in this process's trace and writes their ids:
+ * *children_comm the children among themselves (child i is its rank i),
+ * *family_comm this process (rank 0) and the children (i + 1); either
+ * pointer may be NULL. 0, CLOCKSYNC_ENOTINIT, CLOCKSYNC_EINVAL,
+ * CLOCKSYNC_ETIMEDOUT (not every child came; cs_trace_last_error names
+ * them; those that did fall back to local archives), CLOCKSYNC_EIO (no
+ * collector, or it refused). The next cs_trace_attach_contact is a new
+ * group's. */
+int cs_trace_attach(int32_t n, const int64_t* pids, uint32_t* children_comm,
+                    uint32_t* family_comm);
+/* In a child: the group that attached it, its communicators defined at its
+ * cs_trace_init as in the parent. 0 and the parent's rank and the ids (any
+ * pointer may be NULL), or CLOCKSYNC_ENOTINIT when this process was not
+ * attached (or not initialized). */
+int cs_trace_attached(int32_t* parent_rank, uint32_t* children_comm,
+                      uint32_t* family_comm);
+
 /* The message of the last failed cs_trace_init, cs_trace_finalize,
- * cs_trace_*_def or cs_trace_timesync on the calling thread; "" if none.
+ * cs_trace_*_def, cs_trace_timesync or cs_trace_attach* on the calling
+ * thread; "" if none.
  * Valid until the next such call on this thread. */
 const char* cs_trace_last_error(void);
 

@@ -115,6 +115,13 @@ absl::Status AwaitDialIfListening(TracerOptions* options,
   return absl::OkStatus();
 }
 
+std::string ServerRoleAddress() {
+  if (g_server == nullptr) return "";
+  absl::StatusOr<collector::Contact> contact =
+      collector::ParseContact("server-init", g_server->contact());
+  return contact.ok() ? contact->address : "";
+}
+
 absl::Status EndServerRole() {
   std::unique_ptr<collector::InProcessCollector> server;
   {

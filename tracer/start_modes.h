@@ -14,6 +14,7 @@
 #define CLOCKSYNC_TRACER_START_MODES_H_
 
 #include <atomic>
+#include <string>
 
 #include "absl/status/status.h"
 #include "tracer/tracer.h"
@@ -27,6 +28,10 @@ namespace clocksync::tracer {
 // either way. OK and nothing done without an endpoint.
 absl::Status AwaitDialIfListening(TracerOptions* options,
                                   const std::atomic<bool>* abort);
+
+// Under the lifecycle lock: the address in a server-init process's contact
+// string (the one other hosts reach), "" in any other process.
+std::string ServerRoleAddress();
 
 // Finalize (the last phase), after the session ended: in a server-init
 // process, waits for every rank, writes the run's archive and prints its

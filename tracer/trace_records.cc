@@ -49,13 +49,14 @@ absl::StatusOr<uint32_t> TraceRecords::DefineCommunicator(
   }
   std::vector<int32_t> sorted(ranks.begin(), ranks.end());
   std::sort(sorted.begin(), sorted.end());
+  const int32_t limit = rank_limit_.load(std::memory_order_acquire);
   for (size_t i = 0; i < sorted.size(); ++i) {
-    if (sorted[i] < 0 || (world_size_ > 0 && sorted[i] >= world_size_)) {
+    if (sorted[i] < 0 || (limit > 0 && sorted[i] >= limit)) {
       return absl::InvalidArgumentError(absl::StrCat(
           "communicator '", name, "': rank ", sorted[i],
-          " outside the world (size ",
-          world_size_ > 0 ? absl::StrCat(world_size_) : std::string("unknown"),
-          ")"));
+          limit > world_size_ ? " outside the run (ranks: "
+                              : " outside the world (size ",
+          limit > 0 ? absl::StrCat(limit) : std::string("unknown"), ")"));
     }
     if (i > 0 && sorted[i] == sorted[i - 1]) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -75,6 +76,14 @@ absl::StatusOr<uint32_t> TraceRecords::DefineCommunicator(
   g_comm_size[id].store(static_cast<int32_t>(ranks.size()),
                         std::memory_order_release);
   return id;
+}
+
+void TraceRecords::AllowRanksBelow(int32_t ranks_in_run) {
+  int32_t limit = rank_limit_.load(std::memory_order_relaxed);
+  while (limit > 0 && ranks_in_run > limit &&
+         !rank_limit_.compare_exchange_weak(limit, ranks_in_run,
+                                            std::memory_order_acq_rel)) {
+  }
 }
 
 void TraceRecords::RecordMapping(const MappingValues& v, int64_t raw_ns,

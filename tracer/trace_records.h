@@ -6,6 +6,7 @@
 #ifndef CLOCKSYNC_TRACER_TRACE_RECORDS_H_
 #define CLOCKSYNC_TRACER_TRACE_RECORDS_H_
 
+#include <atomic>
 #include <cstdint>
 #include <vector>
 
@@ -22,7 +23,8 @@ namespace tracer {
 
 class TraceRecords {
  public:
-  explicit TraceRecords(int32_t world_size) : world_size_(world_size) {}
+  explicit TraceRecords(int32_t world_size)
+      : world_size_(world_size), rank_limit_(world_size) {}
 
   // Defines the world communicator (id 0) and resets the hot path's
   // communicator sizes and region count.
@@ -33,6 +35,9 @@ class TraceRecords {
   // ResourceExhausted beyond the limit.
   absl::StatusOr<uint32_t> DefineCommunicator(absl::string_view name,
                                               absl::Span<const int32_t> ranks);
+  // Dynamic spawning: ranks below `ranks_in_run` (attached children,
+  // numbered after the world) may be in communicators from now on.
+  void AllowRanksBelow(int32_t ranks_in_run);
 
   // Records the mapping `values`, read at raw_ns (local_ns on the local
   // clock), unless it equals the last one recorded.
@@ -63,6 +68,9 @@ class TraceRecords {
 
  private:
   const int32_t world_size_;
+  // The communicators' rank limit: world_size_, or more once children
+  // were attached (0: unknown, no limit).
+  std::atomic<int32_t> rank_limit_;
   OwnedMutex mutex_;  // the members below
   std::vector<trace::Region> regions_;
   std::vector<trace::Communicator> communicators_;

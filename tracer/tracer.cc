@@ -13,6 +13,8 @@
 //   writer_thread    the writer thread, flushes, the archive's completion
 //   fatal_signals    completing the archive when a signal kills the process
 //   session          one tracing session and its service thread
+//   start_modes      server-init, client-listen
+//   attach           dynamic spawning: attach contacts, Attach, Attached
 //   clocksync_trace  the C API
 
 #include "tracer/tracer.h"
@@ -35,6 +37,7 @@
 #include "collector/contact.h"
 #include "collector/streaming_sink.h"
 #include "probe/auth.h"
+#include "tracer/attach.h"
 #include "shm/segment_reader.h"
 #include "trace/otf2_writer.h"
 #include "tracer/fatal_signals.h"
@@ -158,7 +161,10 @@ absl::StatusOr<std::unique_ptr<collector::StreamingSink>> ConnectCollector(
   if (!contact.ok()) return contact.status();
   collector::StreamingOptions streaming;
   streaming.contact = *contact;
-  streaming.requested_rank = options.rank;
+  // A child of an attach group gets its rank from the collector (an
+  // inherited CLOCKSYNC_TRACE_RANK does not apply); later phases continue it.
+  streaming.requested_rank =
+      contact->attach_parent >= 0 && phase == 0 ? -1 : options.rank;
   streaming.phase = phase;
   streaming.abort = &g_abort_init;
   streaming.info = info;
@@ -315,6 +321,7 @@ absl::Status Tracer::Init(const TracerOptions& given) {
                   ? nullptr
                   : &session->segment().segment()->tsc;
   session->records().DefineWorld();
+  tracer::NoteAttachAtInit(session.get(), phase);
   session->NoteMappingChangeCold();
 
   if (session->options().master_probe.empty()) {

@@ -93,6 +93,7 @@
 #define CLOCKSYNC_TRACER_TRACER_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -207,6 +208,18 @@ struct TracerStats {
   std::string first_error;       // first archive error ("" none)
 };
 
+// Dynamic spawning: an attach group (Tracer::Attach, Tracer::Attached).
+struct AttachResult {
+  int32_t parent_rank = -1;       // the rank that attached the children
+  uint32_t group = 0;             // its attach's number (0, 1, ...)
+  std::vector<int32_t> children;  // the children's ranks, ascending
+  // The two communicators of the group, defined in this process's trace:
+  // the children among themselves (child i is its rank i), and the parent
+  // (its rank 0) with the children (child i is its rank i + 1).
+  uint32_t children_comm = 0;
+  uint32_t family_comm = 0;
+};
+
 // The process-wide tracer. All members are static: there is one tracer per
 // process (signal handlers and per-thread buffers are process-wide), and it
 // can be initialized again after Finalize (a new archive).
@@ -252,6 +265,29 @@ class Tracer {
   // the local archive.
   static absl::StatusOr<std::string> ClientListen(
       const std::string& listen = "");
+
+  // Dynamic spawning (docs/COLLECTOR.md). The contact string for the
+  // children of this process's next attach: each child passes it to its
+  // Init (CLOCKSYNC_COLLECTOR, or TracerOptions::collector) and waits
+  // there until the attach took it; the collector gives it a rank after
+  // the run's. FailedPrecondition when not initialized or not streaming
+  // to a collector (no attach with a local archive).
+  static absl::StatusOr<std::string> AttachContact();
+  // Connects the `children` processes started with AttachContact()'s
+  // string into the run: waits until every one joined (at most
+  // collector_timeout_ns), then defines the group's two communicators
+  // (AttachResult) here, as each child does at its Init. `pids`: the
+  // children's process ids when known (fork): only those are taken, in
+  // that order, and a timeout names the missing ones. DeadlineExceeded
+  // names the children that never connected (the group fails: those that
+  // did fall back to local archives); FailedPrecondition without a
+  // collector. The next AttachContact() is a new group's. Must not overlap
+  // Init or Finalize.
+  static absl::StatusOr<AttachResult> Attach(
+      int32_t children, absl::Span<const int64_t> pids = {});
+  // In a child: the group that attached this process (its communicators
+  // defined at Init); nullopt for a process that was not attached.
+  static std::optional<AttachResult> Attached();
 
   // Ends a tracing phase: as Finalize, and the next Init continues the
   // program's trace as its next phase (Stats().phase + 1) with the same

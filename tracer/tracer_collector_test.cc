@@ -4,7 +4,9 @@
 // is in the collector's raw archive; a collector unreachable at Init gives
 // the local archive and says so; a collector gone mid-run leaves the rest
 // to the local archive with no event lost; a bad contact string is an
-// error naming the variable.
+// error naming the variable; children attached by the tracer (the C API's
+// attach) get ranks after the run's and the group's communicators are in
+// the parent's trace.
 
 #include <netinet/in.h>
 #include <stdlib.h>
@@ -25,6 +27,7 @@
 #include "collector/collector_service.h"
 #include "collector/contact.h"
 #include "collector/run_archive.h"
+#include "collector/streaming_sink.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "trace/otf2_reader.h"
@@ -402,6 +405,96 @@ TEST_F(TracerCollectorTest, BadContactIsAConfigurationError) {
             std::string::npos)
       << cs_trace_last_error();
   unsetenv("CLOCKSYNC_COLLECTOR");
+}
+
+}  // namespace
+}  // namespace clocksync
+
+namespace clocksync {
+namespace {
+
+TEST_F(TracerCollectorTest, AttachConnectsChildrenAndDefinesTheCommunicators) {
+  StartCollector(1);
+  ASSERT_TRUE(Tracer::Init(options_).ok());
+  char contact[512];
+  ASSERT_EQ(cs_trace_attach_contact(contact, sizeof(contact)), 0)
+      << cs_trace_last_error();
+  absl::StatusOr<collector::Contact> parsed =
+      collector::ParseContact("test", contact);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->attach_parent, 0);
+  EXPECT_EQ(parsed->attach_group, 0u);
+  EXPECT_EQ(parsed->address, absl::StrCat("127.0.0.1:", port_));
+  char small[8];
+  EXPECT_EQ(cs_trace_attach_contact(small, sizeof(small)), CLOCKSYNC_EINVAL);
+  // Two children (stream ends of their own, as separate processes have).
+  std::vector<std::unique_ptr<collector::StreamingSink>> children(2);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 2; ++i) {
+    threads.emplace_back([&, i] {
+      collector::StreamingOptions child;
+      child.contact = *parsed;
+      child.info.process_name = "child";
+      child.info.pid = 100 + i;
+      child.info.hostname = "here";
+      child.fallback_trace_dir = dir_;
+      child.fallback_name = absl::StrCat("child", i);
+      child.timeout_ns = 60'000'000'000;
+      absl::StatusOr<std::unique_ptr<collector::StreamingSink>> sink =
+          collector::StreamingSink::Connect(child);
+      if (sink.ok()) children[i] = *std::move(sink);
+    });
+  }
+  EXPECT_EQ(cs_trace_attach(0, nullptr, nullptr, nullptr), CLOCKSYNC_EINVAL);
+  const int64_t pids[] = {101, 100};
+  uint32_t children_comm = 0;
+  uint32_t family_comm = 0;
+  ASSERT_EQ(cs_trace_attach(2, pids, &children_comm, &family_comm), 0)
+      << cs_trace_last_error();
+  for (std::thread& t : threads) t.join();
+  ASSERT_TRUE(children[0] != nullptr && children[1] != nullptr);
+  EXPECT_EQ(children[1]->rank(), 1);  // pid 101 first
+  EXPECT_EQ(children[0]->rank(), 2);
+  EXPECT_GE(children_comm, 1u);
+  EXPECT_NE(children_comm, family_comm);
+  // The family: this process is its rank 0, the children 1 and 2.
+  EXPECT_TRUE(Tracer::Send(2, 7, 64, family_comm));
+  EXPECT_FALSE(Tracer::Send(3, 7, 64, family_comm));
+  EXPECT_TRUE(Tracer::CollectiveBegin(trace::CollectiveKind::kBcast,
+                                      family_comm, 0, 64));
+  EXPECT_TRUE(Tracer::CollectiveEnd(trace::CollectiveKind::kBcast,
+                                    family_comm, 0, 0));
+  // Not attached itself; the next contact string is the next group's.
+  EXPECT_EQ(cs_trace_attached(nullptr, nullptr, nullptr), CLOCKSYNC_ENOTINIT);
+  ASSERT_EQ(cs_trace_attach_contact(contact, sizeof(contact)), 0);
+  EXPECT_EQ(collector::ParseContact("test", contact)->attach_group, 1u);
+  for (auto& child : children) {
+    ASSERT_TRUE(child->Finish({}, {}, {}, {}, std::nullopt).ok());
+  }
+  ASSERT_TRUE(Tracer::Finalize().ok());
+  ASSERT_TRUE(collection_->WaitUntilDone(absl::Seconds(10)));
+  absl::StatusOr<trace::ProcessTrace> back =
+      trace::ReadProcessTrace(raw_dir_ + "/rank.0");
+  ASSERT_TRUE(back.ok()) << back.status();
+  std::map<std::string, std::vector<int32_t>> comms;
+  for (const trace::Communicator& c : back->communicators) {
+    comms[c.name] = c.ranks;
+  }
+  EXPECT_EQ(comms["attach r0.g0 children"], (std::vector<int32_t>{1, 2}));
+  EXPECT_EQ(comms["attach r0.g0"], (std::vector<int32_t>{0, 1, 2}));
+  EXPECT_EQ(comms["world"], (std::vector<int32_t>{0}));
+}
+
+TEST_F(TracerCollectorTest, NoAttachWithoutACollector) {
+  ASSERT_TRUE(Tracer::Init(options_).ok());  // no collector: local archive
+  char contact[512];
+  EXPECT_EQ(cs_trace_attach_contact(contact, sizeof(contact)), CLOCKSYNC_EIO);
+  EXPECT_NE(std::string(cs_trace_last_error()).find("cannot attach children"),
+            std::string::npos)
+      << cs_trace_last_error();
+  EXPECT_EQ(cs_trace_attach(1, nullptr, nullptr, nullptr), CLOCKSYNC_EIO);
+  ASSERT_TRUE(Tracer::Finalize().ok());
+  EXPECT_EQ(cs_trace_attach(1, nullptr, nullptr, nullptr), CLOCKSYNC_ENOTINIT);
 }
 
 }  // namespace

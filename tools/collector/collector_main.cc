@@ -375,14 +375,18 @@ int Run(const std::vector<std::string>& process_contacts) {
   dialer.join();
 
   const CollectionStats stats = collection.Stats();
-  if (stats.refused_token + stats.refused_hello + stats.malformed_messages > 0) {
+  if (stats.refused_token + stats.refused_hello + stats.malformed_messages +
+          stats.attach_failures >
+      0) {
     std::cerr << absl::StrFormat(
         "clocksync-collector: refused %d streams with a wrong token, %d "
-        "Hellos, %d malformed messages\n",
-        stats.refused_token, stats.refused_hello, stats.malformed_messages);
+        "Hellos, %d malformed messages; %d attaches failed\n",
+        stats.refused_token, stats.refused_hello, stats.malformed_messages,
+        stats.attach_failures);
   }
   absl::StatusOr<CollectedRun> run = WriteCollectedRun(
-      collection.Status(), processes, output, raw_dir, archive_options);
+      collection.Status(), collection.ranks_in_run(), output, raw_dir,
+      archive_options);
   if (!run.ok()) {
     std::cerr << "clocksync-collector: " << run.status().message() << "\n";
     return run.status().code() == absl::StatusCode::kFailedPrecondition ? 3
