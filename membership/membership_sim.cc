@@ -1,10 +1,12 @@
-// membership/membership_sim.cc: the membership simulator and its invariant
-// checks (membership_sim.h).
+// membership/membership_sim.cc: the membership simulator (membership_sim.h):
+// nodes by dense index, the network, message delivery and the ticks; the
+// invariant checks are in membership_sim_checks.cc.
 
 #include "membership/membership_sim.h"
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <set>
 #include <utility>
 
@@ -18,27 +20,19 @@ constexpr int64_t kRackRttNs = 30'000;
 constexpr int64_t kPodRttNs = 100'000;
 constexpr int64_t kCrossPodRttNs = 400'000;
 
-std::string Ids(const std::vector<NodeRef>& chain) {
-  std::vector<std::string> ids;
-  for (const NodeRef& r : chain) ids.push_back(r.node_id);
-  return absl::StrJoin(ids, ",");
-}
-
 }  // namespace
 
 MembershipSim::MembershipSim(const MembershipSimOptions& options)
     : options_(options),
       rng_(options.seed),
       topology_rng_(options.seed ^ 0x9e3779b97f4a7c15ULL) {
-  master_id_ = NewId();
+  master_id_ = IdAt(0);
   MembershipConfig config = BaseConfig(master_id_);
   config.master = true;
-  Node node(config);
+  Node& node = nodes_[NewNode(config)];
   node.pod = 0;
   node.rack = 0;
   node.synced = true;
-  nodes_.emplace(master_id_, std::move(node));
-  by_address_[RefOf(master_id_).grpc_address] = master_id_;
 }
 
 std::string MembershipSim::IdAt(int index) {
@@ -47,22 +41,63 @@ std::string MembershipSim::IdAt(int index) {
   return buf;
 }
 
-std::string MembershipSim::NewId() { return IdAt(next_index_++); }
+MembershipSim::Idx MembershipSim::IndexOf(const std::string& id) const {
+  // "n" and at least five digits, no other leading zeros than IdAt's.
+  if (id.size() < 6 || id.size() > 10 || id[0] != 'n') return -1;
+  int64_t index = 0;
+  for (size_t k = 1; k < id.size(); ++k) {
+    if (id[k] < '0' || id[k] > '9') return -1;
+    index = index * 10 + (id[k] - '0');
+  }
+  if (index >= static_cast<int64_t>(nodes_.size())) return -1;
+  if (id.size() > 6 && id[1] == '0') return -1;
+  return static_cast<Idx>(index);
+}
+
+MembershipSim::Idx MembershipSim::IndexOrDie(const std::string& id) const {
+  const Idx i = IndexOf(id);
+  if (i < 0) {
+    std::fprintf(stderr, "MembershipSim: unknown node id '%s'\n", id.c_str());
+    std::abort();
+  }
+  return i;
+}
+
+MembershipSim::Idx MembershipSim::NewNode(const MembershipConfig& config) {
+  const Idx i = static_cast<Idx>(nodes_.size());
+  nodes_.emplace_back(IdAt(i), config);
+  by_address_[RefOf(nodes_.back().id).grpc_address] = i;
+  checked_parent_.push_back(-1);
+  checked_children_.emplace_back();
+  MarkChanged(i);
+  return i;
+}
+
+void MembershipSim::MarkChanged(Idx i) {
+  if (i < 0) return;
+  Node& n = nodes_[i];
+  if (n.changed) return;
+  n.changed = true;
+  changed_.push_back(i);
+}
 
 void MembershipSim::Isolate(const std::string& id, int64_t until_ns) {
-  isolated_until_ns_[id] = until_ns;
+  nodes_[IndexOrDie(id)].isolated_until_ns = until_ns;
 }
 
 bool MembershipSim::Reachable(const std::string& from,
                               const std::string& to) const {
-  if (!alive(to)) return false;
-  if (now_ns_ < partition_until_ns_ &&
-      (partition_side_.count(from) > 0) != (partition_side_.count(to) > 0)) {
+  return ReachableAt(IndexOf(from), IndexOf(to));
+}
+
+bool MembershipSim::ReachableAt(Idx from, Idx to) const {
+  if (!AliveAt(to)) return false;
+  const bool from_side = from >= 0 && nodes_[from].partition_side;
+  if (now_ns_ < partition_until_ns_ && from_side != nodes_[to].partition_side) {
     return false;
   }
-  for (const std::string* id : {&from, &to}) {
-    auto it = isolated_until_ns_.find(*id);
-    if (it != isolated_until_ns_.end() && now_ns_ < it->second) return false;
+  for (const Idx i : {from, to}) {
+    if (i >= 0 && now_ns_ < nodes_[i].isolated_until_ns) return false;
   }
   return true;
 }
@@ -88,7 +123,7 @@ MembershipConfig MembershipSim::BaseConfig(const std::string& id) const {
 }
 
 std::string MembershipSim::AddNode(const std::vector<std::string>& seed_ids) {
-  const std::string id = NewId();
+  const std::string id = IdAt(static_cast<int>(nodes_.size()));
   MembershipConfig config = BaseConfig(id);
   // Seeds as an operator gives them (--join=HOST:PORT): address only.
   if (seed_ids.empty()) {
@@ -97,97 +132,121 @@ std::string MembershipSim::AddNode(const std::vector<std::string>& seed_ids) {
   for (const std::string& s : seed_ids) {
     config.seeds.push_back(NodeRef{"", "", RefOf(s).grpc_address});
   }
-  Node node(config);
+  Node& node = nodes_[NewNode(config)];
   std::uniform_int_distribution<int> pod(0, options_.pods - 1);
   std::uniform_int_distribution<int> rack(0, options_.racks_per_pod - 1);
   node.pod = pod(topology_rng_);
   node.rack = rack(topology_rng_);
   node.next_join_ns = now_ns_;
-  nodes_.emplace(id, std::move(node));
-  by_address_[RefOf(id).grpc_address] = id;
   return id;
 }
 
 std::string MembershipSim::AddPinnedNode(const std::string& parent_id) {
-  const std::string id = NewId();
+  const std::string id = IdAt(static_cast<int>(nodes_.size()));
   MembershipConfig config = BaseConfig(id);
   config.pinned_parent = RefOf(parent_id);
-  Node node(config);
+  Node& node = nodes_[NewNode(config)];
   node.next_join_ns = now_ns_;
-  nodes_.emplace(id, std::move(node));
-  by_address_[RefOf(id).grpc_address] = id;
   return id;
 }
 
 void MembershipSim::Kill(const std::vector<std::string>& ids) {
   for (const std::string& id : ids) {
-    auto it = nodes_.find(id);
-    if (it != nodes_.end()) it->second.alive = false;
+    const Idx i = IndexOf(id);
+    if (i < 0) continue;
+    nodes_[i].alive = false;
+    MarkChanged(i);
   }
 }
 
 void MembershipSim::Leave(const std::string& id) {
-  Node& n = nodes_.at(id);
+  const Idx i = IndexOrDie(id);
+  Node& n = nodes_[i];
   if (!n.alive) return;
   const LeavePlan plan = n.m.Leave();
   if (plan.parent) {
     Message m;
     m.type = Message::Type::kLeave;
-    m.from = id;
+    m.from = i;
     m.to = Resolve(*plan.parent);
     Send(std::move(m));
   }
   for (const NodeRef& child : plan.children) {
     Message m;
     m.type = Message::Type::kParentLeft;
-    m.from = id;
+    m.from = i;
     m.to = Resolve(child);
     m.successor = plan.successor;
     Send(std::move(m));
   }
   // Gone: from now on messages to it fail like those to a dead node.
   n.alive = false;
+  MarkChanged(i);
 }
 
 bool MembershipSim::alive(const std::string& id) const {
-  auto it = nodes_.find(id);
-  return it != nodes_.end() && it->second.alive;
+  return AliveAt(IndexOf(id));
 }
 
+bool MembershipSim::AliveAt(Idx i) const { return i >= 0 && nodes_[i].alive; }
+
 const Membership& MembershipSim::node(const std::string& id) const {
-  return nodes_.at(id).m;
+  return nodes_[IndexOrDie(id)].m;
+}
+
+Membership& MembershipSim::mutable_node(const std::string& id) {
+  const Idx i = IndexOrDie(id);
+  MarkChanged(i);
+  return nodes_[i].m;
 }
 
 std::vector<std::string> MembershipSim::LiveIds() const {
   std::vector<std::string> ids;
-  for (const auto& [id, n] : nodes_) {
-    if (n.alive) ids.push_back(id);
+  for (const Node& n : nodes_) {
+    if (n.alive) ids.push_back(n.id);
   }
   return ids;
 }
 
-size_t MembershipSim::live_count() const { return LiveIds().size(); }
+size_t MembershipSim::live_count() const {
+  size_t count = 0;
+  for (const Node& n : nodes_) count += n.alive;
+  return count;
+}
 
 std::pair<int, int> MembershipSim::LocationOf(const std::string& id) const {
-  const Node& n = nodes_.at(id);
+  const Node& n = nodes_[IndexOrDie(id)];
   return {n.pod, n.rack};
 }
 
 int64_t MembershipSim::Rtt(const std::string& a, const std::string& b) const {
+  return RttAt(IndexOrDie(a), IndexOrDie(b));
+}
+
+int64_t MembershipSim::RttAt(Idx a, Idx b) const {
   if (a == b) return 0;
-  const Node& x = nodes_.at(a);
-  const Node& y = nodes_.at(b);
+  const Node& x = nodes_[a];
+  const Node& y = nodes_[b];
   if (x.pod != y.pod) return kCrossPodRttNs;
   if (x.rack != y.rack) return kPodRttNs;
   return kRackRttNs;
 }
 
-std::string MembershipSim::Resolve(const NodeRef& ref) const {
-  if (!ref.node_id.empty() && nodes_.count(ref.node_id) > 0) {
-    return ref.node_id;
+MembershipSim::Idx MembershipSim::Resolve(const NodeRef& ref) const {
+  if (!ref.node_id.empty()) {
+    const Idx i = IndexOf(ref.node_id);
+    if (i >= 0) return i;
   }
   auto it = by_address_.find(ref.grpc_address);
-  return it == by_address_.end() ? std::string() : it->second;
+  return it == by_address_.end() ? -1 : it->second;
+}
+
+MembershipSim::Idx MembershipSim::ParentOf(Idx i) const {
+  const Node& n = nodes_[i];
+  if (!n.alive || n.m.state() != MembershipState::kAttached || !n.m.parent()) {
+    return -1;
+  }
+  return IndexOf(n.m.parent()->node_id);
 }
 
 void MembershipSim::Send(Message message) {
@@ -201,12 +260,12 @@ void MembershipSim::Send(Message message) {
   pending_[at].push_back(std::move(message));
 }
 
-void MembershipSim::SendJoin(const std::string& id) {
-  Node& n = nodes_.at(id);
+void MembershipSim::SendJoin(Idx i) {
+  Node& n = nodes_[i];
   const NodeRef* target = n.walk->target();
   Message m;
   m.type = Message::Type::kJoin;
-  m.from = id;
+  m.from = i;
   m.to = Resolve(*target);
   m.sent_ns = now_ns_;
   m.walk_id = n.walk_id;
@@ -216,12 +275,12 @@ void MembershipSim::SendJoin(const std::string& id) {
 }
 
 // After an answer: ask the walk's next target, or give up for a while.
-void MembershipSim::ContinueWalk(const std::string& id) {
-  Node& n = nodes_.at(id);
+void MembershipSim::ContinueWalk(Idx i) {
+  Node& n = nodes_[i];
   stats_.max_walk_hops =
       std::max<uint64_t>(stats_.max_walk_hops, n.walk->hops());
   if (n.walk->target() != nullptr) {
-    SendJoin(id);
+    SendJoin(i);
     return;
   }
   const bool move = n.walk_is_move;
@@ -231,14 +290,17 @@ void MembershipSim::ContinueWalk(const std::string& id) {
   n.next_join_ns = now_ns_ + options_.join_retry_ns;
 }
 
-void MembershipSim::NodeWork(const std::string& id) {
-  Node& n = nodes_.at(id);
+void MembershipSim::NodeWork(Idx i) {
+  Node& n = nodes_[i];
   if (!n.alive) return;
   Membership& m = n.m;
-  m.ExpireChildren(now_ns_, options_.child_timeout_ns);
+  if (!m.ExpireChildren(now_ns_, options_.child_timeout_ns).empty()) {
+    MarkChanged(i);
+  }
   if (m.state() == MembershipState::kAttached && m.ParentStale(now_ns_)) {
     ++stats_.abandoned;
     m.OnParentLost(now_ns_);
+    MarkChanged(i);
   }
   // A move walk of a node that has since lost its parent is abandoned.
   if (n.walk && n.walk_is_move && m.state() != MembershipState::kAttached) {
@@ -249,24 +311,27 @@ void MembershipSim::NodeWork(const std::string& id) {
     n.walk.emplace(m.StartMoveUp(now_ns_));
     n.walk_is_move = true;
     n.walk_id = ++next_walk_id_;
-    ContinueWalk(id);
+    ContinueWalk(i);
   }
+  const int32_t free_slot_depth = m.FreeSlotDepth(now_ns_);
   const bool size_changed = options_.early_heartbeat_on_size_change &&
                             (m.SubtreeSize() != n.reported_size ||
-                             m.FreeSlotDepth(now_ns_) != n.reported_free);
+                             free_slot_depth != n.reported_free);
   if (m.state() == MembershipState::kAttached &&
       (now_ns_ >= n.next_heartbeat_ns || size_changed)) {
     n.next_heartbeat_ns = now_ns_ + options_.heartbeat_interval_ns;
     Message hb;
     hb.type = Message::Type::kHeartbeat;
-    hb.from = id;
+    hb.from = i;
     hb.to = Resolve(*m.parent());
     hb.sent_ns = now_ns_;
     hb.subtree_size = m.SubtreeSize();
     n.reported_size = hb.subtree_size;
-    hb.free_slot_depth = m.FreeSlotDepth(now_ns_);
+    hb.free_slot_depth = free_slot_depth;
     n.reported_free = hb.free_slot_depth;
-    hb.rtt_ns = options_.children_report_rtt ? Rtt(id, hb.to) : -1;
+    hb.rtt_ns = options_.children_report_rtt
+                    ? (hb.to < 0 ? 0 : RttAt(i, hb.to))
+                    : -1;
     hb.candidates = m.SubtreeCandidates();
     Send(std::move(hb));
   }
@@ -275,17 +340,18 @@ void MembershipSim::NodeWork(const std::string& id) {
     n.walk.emplace(m.StartJoin(now_ns_));
     n.walk_is_move = false;
     n.walk_id = ++next_walk_id_;
-    ContinueWalk(id);
+    ContinueWalk(i);
   }
-  MastershipWork(id);
+  MastershipWork(i);
 }
 
-void MembershipSim::CheckNoCycleFrom(const std::string& id) {
+void MembershipSim::CheckNoCycleFrom(Idx i) {
   bool cycle = false;
-  const std::vector<std::string> path = PathUp(id, &cycle);
+  const std::vector<Idx> path = PathUp(i, &cycle);
   if (cycle) {
-    violations_.push_back(absl::StrCat(
-        "cycle formed when ", id, " attached: ", absl::StrJoin(path, " -> ")));
+    violations_.push_back(absl::StrCat("cycle formed when ", nodes_[i].id,
+                                       " attached: ",
+                                       PathString(path, " -> ")));
   }
 }
 
@@ -297,10 +363,11 @@ void MembershipSim::Deliver(const Message& msg) {
                      msg.type == Message::Type::kHeartbeatFailed ||
                      msg.type == Message::Type::kPeerFailed ||
                      msg.type == Message::Type::kHandoverFailed;
-  const bool to_alive = local ? alive(msg.to) : Reachable(msg.from, msg.to);
+  const bool to_alive = local ? AliveAt(msg.to) : ReachableAt(msg.from, msg.to);
+  if (to_alive) MarkChanged(msg.to);
   // A reply cut off by a partition ends the RPC with an error (its
   // deadline) on the caller's side.
-  if (!to_alive && alive(msg.to) &&
+  if (!to_alive && AliveAt(msg.to) &&
       (msg.type == Message::Type::kJoinReply ||
        msg.type == Message::Type::kHeartbeatReply ||
        msg.type == Message::Type::kPeerReply ||
@@ -331,14 +398,14 @@ void MembershipSim::Deliver(const Message& msg) {
       reply.to = msg.from;
       reply.sent_ns = msg.sent_ns;
       reply.walk_id = msg.walk_id;
-      reply.decision = nodes_.at(msg.to).m.HandleJoin(msg.join, now_ns_);
+      reply.decision = nodes_[msg.to].m.HandleJoin(msg.join, now_ns_);
       Send(std::move(reply));
       return;
     }
     case Message::Type::kJoinReply:
     case Message::Type::kJoinFailed: {
       if (!to_alive) return;
-      Node& n = nodes_.at(msg.to);
+      Node& n = nodes_[msg.to];
       const bool accepted = msg.type == Message::Type::kJoinReply &&
                             msg.decision.kind == JoinDecision::Kind::kAccepted;
       auto undo = [&] {
@@ -398,13 +465,13 @@ void MembershipSim::Deliver(const Message& msg) {
       } else if (msg.decision.kind == JoinDecision::Kind::kRedirect) {
         ++stats_.redirects;
         if (options_.choice == MembershipSimOptions::Choice::kNewcomerRtt) {
-          const std::string self = msg.to;
+          const Idx self = msg.to;
           n.walk->OnRedirect(msg.decision, [&](const NodeRef& r) {
-            const std::string other = Resolve(r);
-            if (other.empty()) return int64_t{-1};
+            const Idx other = Resolve(r);
+            if (other < 0) return int64_t{-1};
             // A measurement: the model round trip with ±10 % noise.
             std::uniform_real_distribution<double> noise(0.9, 1.1);
-            return static_cast<int64_t>(Rtt(self, other) * noise(rng_));
+            return static_cast<int64_t>(RttAt(self, other) * noise(rng_));
           });
         } else {
           n.walk->OnRedirect(msg.decision);
@@ -424,23 +491,23 @@ void MembershipSim::Deliver(const Message& msg) {
         Send(std::move(fail));
         return;
       }
-      Membership& parent = nodes_.at(msg.to).m;
+      Membership& parent = nodes_[msg.to].m;
       Message reply;
       reply.type = Message::Type::kHeartbeatReply;
       reply.from = msg.to;
       reply.to = msg.from;
       reply.sent_ns = msg.sent_ns;
-      parent.OnChildHeard(msg.from, msg.subtree_size, msg.rtt_ns, now_ns_,
+      parent.OnChildHeard(IdOf(msg.from), msg.subtree_size, msg.rtt_ns, now_ns_,
                           msg.free_slot_depth, &msg.candidates);
-      reply.attachment = parent.AttachmentForChild(msg.from, now_ns_);
+      reply.attachment = parent.AttachmentForChild(IdOf(msg.from), now_ns_);
       Send(std::move(reply));
       return;
     }
     case Message::Type::kHeartbeatReply: {
       if (!to_alive) return;
-      Membership& child = nodes_.at(msg.to).m;
+      Membership& child = nodes_[msg.to].m;
       if (child.state() != MembershipState::kAttached ||
-          child.parent()->node_id != msg.from) {
+          child.parent()->node_id != IdOf(msg.from)) {
         return;  // Answer from a former parent.
       }
       child.OnParentProbe(true, now_ns_);
@@ -454,23 +521,23 @@ void MembershipSim::Deliver(const Message& msg) {
     }
     case Message::Type::kHeartbeatFailed: {
       if (!to_alive) return;
-      Membership& child = nodes_.at(msg.to).m;
+      Membership& child = nodes_[msg.to].m;
       if (child.state() != MembershipState::kAttached ||
-          child.parent()->node_id != msg.from) {
+          child.parent()->node_id != IdOf(msg.from)) {
         return;
       }
       if (child.OnParentProbe(false, now_ns_)) ++stats_.parents_lost;
       return;
     }
     case Message::Type::kLeave: {
-      if (to_alive) nodes_.at(msg.to).m.HandleLeave(msg.from);
+      if (to_alive) nodes_[msg.to].m.HandleLeave(IdOf(msg.from));
       return;
     }
     case Message::Type::kParentLeft: {
       if (!to_alive) return;
-      Membership& child = nodes_.at(msg.to).m;
+      Membership& child = nodes_[msg.to].m;
       if (child.state() != MembershipState::kAttached ||
-          child.parent()->node_id != msg.from) {
+          child.parent()->node_id != IdOf(msg.from)) {
         return;
       }
       ++stats_.parents_left;
@@ -485,9 +552,13 @@ void MembershipSim::Deliver(const Message& msg) {
 
 void MembershipSim::Tick() {
   now_ns_ += options_.tick_ns;
-  std::vector<std::string> ids = LiveIds();
-  if (options_.interleave) std::shuffle(ids.begin(), ids.end(), rng_);
-  for (const std::string& id : ids) NodeWork(id);
+  std::vector<Idx> live;
+  live.reserve(nodes_.size());
+  for (Idx i = 0; i < static_cast<Idx>(nodes_.size()); ++i) {
+    if (nodes_[i].alive) live.push_back(i);
+  }
+  if (options_.interleave) std::shuffle(live.begin(), live.end(), rng_);
+  for (const Idx i : live) NodeWork(i);
   // Deliver everything due, including (in order mode) what the deliveries
   // themselves send; in interleaved mode new messages are due later.
   for (;;) {
@@ -515,260 +586,6 @@ bool MembershipSim::Settle(int max_ticks) {
     if (CheckConverged().empty()) return true;
   }
   return false;
-}
-
-std::vector<std::string> MembershipSim::PathUp(const std::string& id,
-                                               bool* cycle) const {
-  std::vector<std::string> path;
-  std::set<std::string> seen;
-  *cycle = false;
-  std::string cur = id;
-  for (;;) {
-    path.push_back(cur);
-    if (!seen.insert(cur).second) {
-      *cycle = true;
-      return path;
-    }
-    auto it = nodes_.find(cur);
-    if (it == nodes_.end() || !it->second.alive) return path;
-    const Membership& m = it->second.m;
-    if (m.state() != MembershipState::kAttached || !m.parent()) return path;
-    cur = m.parent()->node_id;
-  }
-}
-
-std::vector<std::string> MembershipSim::RealChildren(
-    const std::string& id) const {
-  std::vector<std::string> out;
-  for (const auto& [cid, n] : nodes_) {
-    if (n.alive && n.m.state() == MembershipState::kAttached &&
-        n.m.parent()->node_id == id) {
-      out.push_back(cid);
-    }
-  }
-  return out;
-}
-
-std::string MembershipSim::CheckSafety() const {
-  if (!violations_.empty()) return violations_.front();
-  // At most one master per connected side, but for the time two masters
-  // that meet need to settle it (TrackMasters keeps the pairs).
-  for (const auto& [pair, since_ns] : masters_together_) {
-    if (now_ns_ - since_ns > master_resolution_ns()) {
-      return absl::StrCat("masters ", pair.first, " (term ",
-                          nodes_.at(pair.first).m.term(), ") and ", pair.second,
-                          " (term ", nodes_.at(pair.second).m.term(),
-                          ") have reached each other for ",
-                          (now_ns_ - since_ns) / 1'000'000, " ms");
-    }
-  }
-  // No cycle through the real parent pointers. One pass: each node is
-  // walked once (1: on the current walk, 2: known to end).
-  std::map<std::string, int> mark;
-  for (const auto& [id, n] : nodes_) {
-    if (!n.alive || mark[id] == 2) continue;
-    std::vector<std::string> walked;
-    std::string cur = id;
-    for (;;) {
-      int& state = mark[cur];
-      if (state == 2) break;
-      if (state == 1) {
-        bool cycle = false;
-        return absl::StrCat("cycle: ",
-                            absl::StrJoin(PathUp(cur, &cycle), " -> "));
-      }
-      state = 1;
-      walked.push_back(cur);
-      auto it = nodes_.find(cur);
-      if (it == nodes_.end() || !it->second.alive ||
-          it->second.m.state() != MembershipState::kAttached ||
-          !it->second.m.parent()) {
-        break;
-      }
-      cur = it->second.m.parent()->node_id;
-    }
-    for (const std::string& w : walked) mark[w] = 2;
-  }
-  for (const auto& [id, n] : nodes_) {
-    if (!n.alive) continue;
-    const Membership& m = n.m;
-    // Local consistency of the view.
-    std::set<std::string> chain_ids;
-    for (const NodeRef& a : m.ancestors()) {
-      if (a.node_id == id) {
-        return absl::StrCat(id, " is in its own chain ", Ids(m.ancestors()));
-      }
-      if (!chain_ids.insert(a.node_id).second) {
-        return absl::StrCat(id, "'s chain repeats ", a.node_id);
-      }
-    }
-    if (m.state() == MembershipState::kAttached &&
-        (!m.parent() || m.ancestors().empty() ||
-         m.ancestors().back().node_id != m.parent()->node_id)) {
-      return absl::StrCat(id, "'s chain does not end at its parent");
-    }
-    // Capacity: dynamic newcomers only while below max_children.
-    int pinned_children = 0;
-    for (const auto& [cid, c] : m.children()) {
-      pinned_children += c.pinned || (m.is_master() && c.master_priority > 0);
-    }
-    if (static_cast<int>(m.children().size()) >
-        options_.max_children + pinned_children) {
-      return absl::StrCat(id, " has ", m.children().size(), " children, max ",
-                          options_.max_children);
-    }
-    // Leases flow down: whoever holds one has a parent that is dead, the
-    // master, a holder of a lease at least as long, or detached with grants
-    // outstanding at least as long (it may not attach before they expire).
-    if (m.state() == MembershipState::kAttached && m.HasLease(now_ns_)) {
-      const std::string& pid = m.parent()->node_id;
-      if (!alive(pid)) continue;
-      const Membership& p = nodes_.at(pid).m;
-      const int64_t mine = m.lease_expiry_ns();
-      switch (p.state()) {
-        case MembershipState::kMaster:
-          break;
-        case MembershipState::kAttached:
-          if (!p.HasLease(now_ns_) || p.lease_expiry_ns() < mine) {
-            return absl::StrCat(id, " holds a lease to ", mine,
-                                " ns but its "
-                                "parent ",
-                                pid, " only to ", p.lease_expiry_ns(), " ns");
-          }
-          break;
-        case MembershipState::kDetached:
-          if (p.granted_until_ns() < mine) {
-            return absl::StrCat(id, " holds a lease to ", mine,
-                                " ns that its detached parent ", pid,
-                                " never granted");
-          }
-          break;
-        case MembershipState::kLeft:
-          break;
-      }
-    }
-  }
-  return "";
-}
-
-std::string MembershipSim::CheckConverged() const {
-  if (!violations_.empty()) return violations_.front();
-  const std::vector<std::string> masters = LiveMasters();
-  if (masters.size() != 1) {
-    return absl::StrCat(masters.size(), " live masters: ",
-                        absl::StrJoin(masters, ","));
-  }
-  const std::string& root = masters.front();
-  const std::string lists = CheckCandidateLists();
-  if (!lists.empty()) return lists;
-  for (const auto& [id, n] : nodes_) {
-    if (!n.alive) continue;
-    const Membership& m = n.m;
-    if (m.state() != MembershipState::kMaster &&
-        !(m.state() == MembershipState::kAttached && m.HasLease(now_ns_))) {
-      return absl::StrCat("not attached: ", Describe(id));
-    }
-    bool cycle = false;
-    std::vector<std::string> path = PathUp(id, &cycle);
-    if (cycle || path.back() != root || !alive(path.back())) {
-      return absl::StrCat(
-          id, " does not reach the master: ", absl::StrJoin(path, " -> "));
-    }
-    std::reverse(path.begin(), path.end());
-    path.pop_back();  // Root first, without self: what the chain must be.
-    std::vector<std::string> chain;
-    for (const NodeRef& a : m.ancestors()) chain.push_back(a.node_id);
-    if (chain != path) {
-      return absl::StrCat(id, "'s chain ", absl::StrJoin(chain, ","),
-                          " is not its path ", absl::StrJoin(path, ","));
-    }
-    if (m.WantsToMoveUp()) {
-      return absl::StrCat(id, " at depth ", m.depth(),
-                          " wants to move up to depth ", m.landing_depth());
-    }
-    std::vector<std::string> listed;
-    for (const auto& [cid, c] : m.children()) listed.push_back(cid);
-    const std::vector<std::string> real = RealChildren(id);
-    if (listed != real) {
-      return absl::StrCat(id, " lists children ", absl::StrJoin(listed, ","),
-                          " but has ", absl::StrJoin(real, ","));
-    }
-  }
-  // Subtree sizes, bottom-up over the real tree.
-  std::map<std::string, int64_t> size;
-  std::vector<std::string> order = LiveIds();
-  std::sort(order.begin(), order.end(), [&](const auto& a, const auto& b) {
-    return nodes_.at(a).m.depth() > nodes_.at(b).m.depth();
-  });
-  for (const std::string& id : order) {
-    size[id] += 1;
-    const Membership& m = nodes_.at(id).m;
-    if (m.SubtreeSize() != size[id]) {
-      return absl::StrCat(id, " counts a subtree of ", m.SubtreeSize(),
-                          ", real ", size[id]);
-    }
-    if (m.parent()) size[m.parent()->node_id] += size[id];
-  }
-  return "";
-}
-
-std::string MembershipSim::Describe(const std::string& id) const {
-  auto it = nodes_.find(id);
-  if (it == nodes_.end()) return id + ": unknown";
-  const Node& n = it->second;
-  const Membership& m = n.m;
-  std::vector<std::string> kids;
-  for (const auto& [cid, c] : m.children()) kids.push_back(cid);
-  std::vector<std::string> candidates;
-  for (const NodeRef& r : m.RejoinCandidates()) {
-    candidates.push_back(r.node_id.empty() ? "@" + r.grpc_address : r.node_id);
-  }
-  return absl::StrCat(
-      id, n.alive ? "" : " (dead)", ": ", MembershipStateName(m.state()),
-      " term=", m.term(), " prio=", m.master_priority(),
-      " parent=", m.parent() ? m.parent()->node_id : "-",
-      " chain=", Ids(m.ancestors()), " children=", absl::StrJoin(kids, ","),
-      " lease_to=", m.lease_expiry_ns(), " granted_to=", m.granted_until_ns(),
-      " now=", now_ns_, " walk=",
-      n.walk ? (n.walk->target() ? n.walk->target()->node_id : "exhausted")
-             : "none",
-      n.walk_is_move ? "(move)" : "",
-      " candidates=", absl::StrJoin(candidates, ","));
-}
-
-int MembershipSim::MaxDepth() const {
-  int max_depth = 0;
-  for (const auto& [d, count] : DepthHistogram())
-    max_depth = std::max(max_depth, d);
-  return max_depth;
-}
-
-std::map<int, int> MembershipSim::DepthHistogram() const {
-  std::map<int, int> histogram;
-  for (const auto& [id, n] : nodes_) {
-    if (!n.alive) continue;
-    bool cycle = false;
-    const std::vector<std::string> path = PathUp(id, &cycle);
-    if (cycle || !alive(path.back()) ||
-        nodes_.at(path.back()).m.state() != MembershipState::kMaster) {
-      continue;
-    }
-    ++histogram[static_cast<int>(path.size()) - 1];
-  }
-  return histogram;
-}
-
-double MembershipSim::MeanParentRttNs() const {
-  double sum = 0;
-  int count = 0;
-  for (const auto& [id, n] : nodes_) {
-    if (!n.alive || n.m.state() != MembershipState::kAttached) continue;
-    const std::string& pid = n.m.parent()->node_id;
-    if (!alive(pid)) continue;
-    sum += static_cast<double>(Rtt(id, pid));
-    ++count;
-  }
-  return count == 0 ? 0 : sum / count;
 }
 
 }  // namespace clocksync

@@ -45,12 +45,14 @@
 #define CLOCKSYNC_MEMBERSHIP_MEMBERSHIP_SIM_H_
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
 #include <random>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -191,14 +193,31 @@ class MembershipSim {
   // Ticks until CheckConverged() passes (true) or max_ticks ran (false).
   bool Settle(int max_ticks);
 
-  // Empty when the always-true invariants hold, else what broke.
+  // Empty when the always-true invariants hold, else what broke: the full
+  // check over every live node (see the file comment). O(N x depth).
   std::string CheckSafety() const;
-  // Empty when the tree has settled: see the file comment.
+  // The same invariants over what changed since the previous call (or
+  // since the simulator was made): every node a message was delivered to,
+  // whose children expired, that lost its parent, carried out a mastership
+  // verdict, left, was killed, restarted or added, and the real children of
+  // each of them (their lease is held against the changed parent); cycles
+  // are searched from each of them up; the masters-per-side rule in full.
+  // Nothing else can change an invariant's outcome: the remaining checks
+  // read only a node's own state and its parent's, and time alone cannot
+  // break the lease rule (a child's lease never outlasts the parent lease
+  // it was checked against). Clears the set of changed nodes. A long run
+  // calls it after every Tick() and CheckSafety() every few ticks and once
+  // settled (tools/simulate_cluster).
+  std::string CheckSafetyIncremental();
+  // Empty when the tree has settled: see the file comment. O(N x depth).
   std::string CheckConverged() const;
 
   int64_t now_ns() const { return now_ns_; }
   bool alive(const std::string& id) const;
   const Membership& node(const std::string& id) const;
+  // For tests that break the invariants on purpose: the node, counted as
+  // changed for CheckSafetyIncremental().
+  Membership& mutable_node(const std::string& id);
   std::vector<std::string> LiveIds() const;
   size_t live_count() const;
   // Over live nodes: the length of the real parent path to the master
@@ -220,6 +239,7 @@ class MembershipSim {
   size_t pending_messages() const;
 
  private:
+  using Idx = int32_t;  // A node's dense index: IdAt(index) is its id.
   struct Message {
     enum class Type {
       kJoin,
@@ -238,8 +258,8 @@ class MembershipSim {
       kHandoverFailed,
     };
     Type type = Type::kJoin;
-    std::string from;  // Sender id.
-    std::string to;    // Receiver id (resolved from the address).
+    Idx from = -1;  // Sender.
+    Idx to = -1;    // Receiver (resolved from the address; -1: nobody).
     int64_t deliver_at_ns = 0;
     int64_t sent_ns = 0;   // When the request was sent (replies too).
     uint64_t walk_id = 0;  // Join messages: which walk.
@@ -257,7 +277,9 @@ class MembershipSim {
     bool ok = false;                       // HandoverReply.
   };
   struct Node {
-    explicit Node(const MembershipConfig& config) : m(config) {}
+    Node(std::string node_id, const MembershipConfig& config)
+        : id(std::move(node_id)), m(config) {}
+    std::string id;
     Membership m;
     bool alive = true;
     int pod = 0;
@@ -270,37 +292,58 @@ class MembershipSim {
     int64_t reported_size = 0;
     int32_t reported_free = -1;
     int64_t next_join_ns = 0;
+    // Until when every message to or from it fails (Isolate).
+    int64_t isolated_until_ns = 0;
+    bool partition_side = false;  // On Partition()'s side.
+    bool changed = false;         // In changed_ (CheckSafetyIncremental).
     // Mastership.
     int priority = 0;
     bool synced = false;  // Attached at least once (or the first master).
-    std::map<std::string, PeerView> views;  // Latest poll of each peer.
+    std::map<Idx, PeerView> views;  // Latest poll of each peer.
     bool views_changed = false;  // An answer (or failure) since the last verdict.
     int64_t next_poll_ns = 0;
     bool handing_over = false;
     std::set<std::string> handover_tried;
   };
 
-  std::string NewId();
+  // The index of an id made by IdAt, or -1.
+  Idx IndexOf(const std::string& id) const;
+  Idx IndexOrDie(const std::string& id) const;
+  // The id of index `i`; "" for -1.
+  const std::string& IdOf(Idx i) const;
+  Idx NewNode(const MembershipConfig& config);
   MembershipConfig BaseConfig(const std::string& id) const;
   NodeRef RefOf(const std::string& id) const;
-  std::string Resolve(const NodeRef& ref) const;
+  Idx Resolve(const NodeRef& ref) const;
+  bool AliveAt(Idx i) const;
+  bool ReachableAt(Idx from, Idx to) const;
+  int64_t RttAt(Idx a, Idx b) const;
+  // The real parent's index: -1 for the master, a detached or dead node.
+  Idx ParentOf(Idx i) const;
+  void MarkChanged(Idx i);
   void Send(Message message);
   void Deliver(const Message& message);
-  void NodeWork(const std::string& id);
-  void SendJoin(const std::string& id);
-  void ContinueWalk(const std::string& id);
-  void CheckNoCycleFrom(const std::string& id);
+  void NodeWork(Idx i);
+  void SendJoin(Idx i);
+  void ContinueWalk(Idx i);
+  void CheckNoCycleFrom(Idx i);
+  // The invariants that read one node and its parent (chain, capacity,
+  // leases); empty when they hold.
+  std::string CheckNode(Idx i) const;
   // Mastership (membership_sim_mastership.cc).
-  void MastershipWork(const std::string& id);
+  void MastershipWork(Idx i);
   void DeliverMastership(const Message& message, bool to_alive);
-  void CarryOut(const std::string& id, const MastershipDecision& decision);
-  void SendHandover(const std::string& id);
+  void CarryOut(Idx i, const MastershipDecision& decision);
+  void SendHandover(Idx i);
   void TrackMasters();
+  std::vector<Idx> LiveMasterIndices() const;
   // Empty when every live node lists the live candidates, best first.
   std::string CheckCandidateLists() const;
-  // Real path from `id` up: the ids passed (id first); stops at the master,
-  // a detached node or a dead one. `cycle` set if a node repeats.
-  std::vector<std::string> PathUp(const std::string& id, bool* cycle) const;
+  // Real path from `i` up: the indices passed (i first); stops at the
+  // master, a detached node or a dead one. `cycle` set if a node repeats.
+  std::vector<Idx> PathUp(Idx i, bool* cycle) const;
+  std::string PathString(const std::vector<Idx>& path,
+                         const char* separator) const;
 
   MembershipSimOptions options_;
   std::mt19937_64 rng_;
@@ -309,18 +352,21 @@ class MembershipSim {
   std::mt19937_64 topology_rng_;
   int64_t now_ns_ = 0;
   uint64_t next_walk_id_ = 0;
-  int next_index_ = 0;
   std::string master_id_;
-  std::map<std::string, Node> nodes_;
-  std::map<std::string, std::string> by_address_;  // gRPC address -> id.
-  std::map<std::string, int64_t> isolated_until_ns_;
-  std::set<std::string> partition_side_;
+  // Every node ever added, by index (a deque: references stay valid).
+  std::deque<Node> nodes_;
+  std::unordered_map<std::string, Idx> by_address_;  // gRPC address.
   int64_t partition_until_ns_ = 0;
   // Pairs of masters that can reach each other, and since when.
-  std::map<std::pair<std::string, std::string>, int64_t> masters_together_;
+  std::map<std::pair<Idx, Idx>, int64_t> masters_together_;
   // Messages in flight, by delivery time.
   std::map<int64_t, std::vector<Message>> pending_;
   std::vector<std::string> violations_;  // Found while delivering.
+  // Nodes changed since the last CheckSafetyIncremental, and each node's
+  // real parent as that check last saw it (to find the real children).
+  std::vector<Idx> changed_;
+  std::vector<Idx> checked_parent_;
+  std::vector<std::vector<Idx>> checked_children_;
   MembershipSimStats stats_;
 };
 

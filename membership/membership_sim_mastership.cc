@@ -16,7 +16,7 @@ namespace clocksync {
 std::string MembershipSim::AddCandidate(
     int priority, const std::vector<std::string>& seed_ids) {
   const std::string id = AddNode(seed_ids);
-  Node& n = nodes_.at(id);
+  Node& n = nodes_[IndexOrDie(id)];
   MembershipConfig config = n.m.config();
   config.master_priority = priority;
   n.m = Membership(config);
@@ -26,20 +26,22 @@ std::string MembershipSim::AddCandidate(
 
 void MembershipSim::Partition(const std::set<std::string>& side,
                               int64_t until_ns) {
-  partition_side_ = side;
+  for (Node& n : nodes_) n.partition_side = side.count(n.id) > 0;
   partition_until_ns_ = until_ns;
 }
 
 void MembershipSim::Restart(const std::string& id) {
-  Node& n = nodes_.at(id);
+  const Idx i = IndexOrDie(id);
+  Node& n = nodes_[i];
   if (n.alive) return;
+  MarkChanged(i);
   MembershipConfig config = BaseConfig(id);
   config.master_priority = n.priority;
   // As an operator would list them: the first master, then the candidates.
   config.seeds.push_back(NodeRef{"", "", RefOf(master_id_).grpc_address});
-  for (const auto& [other, node] : nodes_) {
-    if (other != id && node.alive && node.priority > 0) {
-      config.seeds.push_back(NodeRef{"", "", RefOf(other).grpc_address});
+  for (const Node& node : nodes_) {
+    if (node.id != id && node.alive && node.priority > 0) {
+      config.seeds.push_back(NodeRef{"", "", RefOf(node.id).grpc_address});
     }
   }
   n.m = Membership(config);
@@ -56,29 +58,30 @@ void MembershipSim::Restart(const std::string& id) {
 }
 
 void MembershipSim::HandOverAndLeave(const std::string& id) {
-  Node& n = nodes_.at(id);
+  const Idx i = IndexOrDie(id);
+  Node& n = nodes_[i];
   if (!n.alive || n.handing_over) return;
   if (!n.m.is_master()) {
     Leave(id);
     return;
   }
   n.handing_over = true;
-  SendHandover(id);
+  SendHandover(i);
 }
 
 // Asks the next untried candidate; without one, leaves plainly.
-void MembershipSim::SendHandover(const std::string& id) {
-  Node& n = nodes_.at(id);
+void MembershipSim::SendHandover(Idx i) {
+  Node& n = nodes_[i];
   const std::optional<Candidate> next = n.m.HandoverCandidate(n.handover_tried);
   if (!next) {
     n.handing_over = false;
-    Leave(id);
+    Leave(n.id);
     return;
   }
   n.handover_tried.insert(next->ref.node_id);
   Message m;
   m.type = Message::Type::kHandover;
-  m.from = id;
+  m.from = i;
   m.to = Resolve(next->ref);
   m.sent_ns = now_ns_;
   m.term = n.m.highest_term() + 1;
@@ -87,8 +90,14 @@ void MembershipSim::SendHandover(const std::string& id) {
 
 std::vector<std::string> MembershipSim::LiveMasters() const {
   std::vector<std::string> out;
-  for (const auto& [id, n] : nodes_) {
-    if (n.alive && n.m.is_master()) out.push_back(id);
+  for (const Idx i : LiveMasterIndices()) out.push_back(nodes_[i].id);
+  return out;
+}
+
+std::vector<MembershipSim::Idx> MembershipSim::LiveMasterIndices() const {
+  std::vector<Idx> out;
+  for (Idx i = 0; i < static_cast<Idx>(nodes_.size()); ++i) {
+    if (nodes_[i].alive && nodes_[i].m.is_master()) out.push_back(i);
   }
   return out;
 }
@@ -106,13 +115,13 @@ int64_t MembershipSim::master_resolution_ns() const {
 }
 
 void MembershipSim::TrackMasters() {
-  const std::vector<std::string> masters = LiveMasters();
-  std::map<std::pair<std::string, std::string>, int64_t> together;
+  const std::vector<Idx> masters = LiveMasterIndices();
+  std::map<std::pair<Idx, Idx>, int64_t> together;
   for (size_t i = 0; i < masters.size(); ++i) {
     for (size_t j = i + 1; j < masters.size(); ++j) {
-      const std::string& a = masters[i];
-      const std::string& b = masters[j];
-      if (!Reachable(a, b) || !Reachable(b, a)) continue;
+      const Idx a = masters[i];
+      const Idx b = masters[j];
+      if (!ReachableAt(a, b) || !ReachableAt(b, a)) continue;
       auto it = masters_together_.find({a, b});
       const int64_t since = it == masters_together_.end() ? now_ns_ : it->second;
       together[{a, b}] = since;
@@ -125,9 +134,9 @@ void MembershipSim::TrackMasters() {
 
 std::string MembershipSim::CheckCandidateLists() const {
   std::vector<Candidate> live;
-  for (const auto& [id, n] : nodes_) {
+  for (const Node& n : nodes_) {
     if (n.alive && n.m.is_candidate()) {
-      live.push_back({RefOf(id), n.m.master_priority()});
+      live.push_back({RefOf(n.id), n.m.master_priority()});
     }
   }
   live = NormalizeCandidates(std::move(live));
@@ -145,11 +154,11 @@ std::string MembershipSim::CheckCandidateLists() const {
                                x.ref.node_id == y.ref.node_id;
                       });
   };
-  for (const auto& [id, n] : nodes_) {
+  for (const Node& n : nodes_) {
     if (!n.alive) continue;
     const std::vector<Candidate> listed = n.m.TreeCandidates();
     if (!same(listed, live)) {
-      return absl::StrCat(id, " lists candidates ",
+      return absl::StrCat(n.id, " lists candidates ",
                           absl::StrJoin(ids(listed), ","), ", live are ",
                           absl::StrJoin(ids(live), ","));
     }
@@ -159,8 +168,8 @@ std::string MembershipSim::CheckCandidateLists() const {
 
 // Polls (masters always, candidates while without a master), then the
 // verdict on the latest answers.
-void MembershipSim::MastershipWork(const std::string& id) {
-  Node& n = nodes_.at(id);
+void MembershipSim::MastershipWork(Idx i) {
+  Node& n = nodes_[i];
   if (!n.alive || n.handing_over) return;
   Membership& m = n.m;
   if (!m.ShouldPollPeers(now_ns_)) return;
@@ -174,9 +183,9 @@ void MembershipSim::MastershipWork(const std::string& id) {
     for (const NodeRef& peer : peers) {
       Message msg;
       msg.type = Message::Type::kPeer;
-      msg.from = id;
+      msg.from = i;
       msg.to = Resolve(peer);
-      if (msg.to.empty() || msg.to == id) continue;
+      if (msg.to < 0 || msg.to == i) continue;
       msg.sent_ns = now_ns_;
       msg.view = self;
       ++stats_.peer_polls;
@@ -185,8 +194,8 @@ void MembershipSim::MastershipWork(const std::string& id) {
   }
   std::vector<PeerView> views;
   for (const NodeRef& peer : peers) {
-    const std::string other = Resolve(peer);
-    if (other.empty() || other == id) continue;
+    const Idx other = Resolve(peer);
+    if (other < 0 || other == i) continue;
     auto it = n.views.find(other);
     if (it != n.views.end()) {
       views.push_back(it->second);
@@ -197,12 +206,19 @@ void MembershipSim::MastershipWork(const std::string& id) {
     }
   }
   n.views_changed = false;
-  CarryOut(id, m.DecideMastership(now_ns_, n.synced, views));
+  CarryOut(i, m.DecideMastership(now_ns_, n.synced, views));
 }
 
-void MembershipSim::CarryOut(const std::string& id,
-                             const MastershipDecision& decision) {
-  Node& n = nodes_.at(id);
+void MembershipSim::CarryOut(Idx i, const MastershipDecision& decision) {
+  Node& n = nodes_[i];
+  switch (decision.kind) {
+    case MastershipDecision::Kind::kNone:
+    case MastershipDecision::Kind::kWait:
+      return;
+    default:
+      MarkChanged(i);
+      break;
+  }
   switch (decision.kind) {
     case MastershipDecision::Kind::kNone:
     case MastershipDecision::Kind::kWait:
@@ -214,7 +230,7 @@ void MembershipSim::CarryOut(const std::string& id,
       if (old) {
         Message leave;
         leave.type = Message::Type::kLeave;
-        leave.from = id;
+        leave.from = i;
         leave.to = Resolve(*old);
         Send(std::move(leave));
       }
@@ -228,7 +244,7 @@ void MembershipSim::CarryOut(const std::string& id,
       for (const NodeRef& child : plan.children) {
         Message m;
         m.type = Message::Type::kParentLeft;
-        m.from = id;
+        m.from = i;
         m.to = Resolve(child);
         m.successor = plan.successor;
         Send(std::move(m));
@@ -253,7 +269,7 @@ void MembershipSim::DeliverMastership(const Message& msg, bool to_alive) {
         Send(std::move(fail));
         return;
       }
-      Node& n = nodes_.at(msg.to);
+      Node& n = nodes_[msg.to];
       n.m.NotePeer(*msg.view);
       Message reply;
       reply.type = Message::Type::kPeerReply;
@@ -277,7 +293,7 @@ void MembershipSim::DeliverMastership(const Message& msg, bool to_alive) {
     case Message::Type::kPeerReply:
     case Message::Type::kPeerFailed: {
       if (!to_alive) return;
-      Node& n = nodes_.at(msg.to);
+      Node& n = nodes_[msg.to];
       PeerView view;
       if (msg.type == Message::Type::kPeerReply) {
         view = *msg.view;
@@ -286,7 +302,7 @@ void MembershipSim::DeliverMastership(const Message& msg, bool to_alive) {
       } else {
         auto it = n.views.find(msg.from);
         if (it != n.views.end()) view = it->second;
-        view.ref = RefOf(msg.from);
+        view.ref = RefOf(IdOf(msg.from));
         view.answered = false;
       }
       view.asked_ns = msg.sent_ns;
@@ -302,13 +318,13 @@ void MembershipSim::DeliverMastership(const Message& msg, bool to_alive) {
         Send(std::move(fail));
         return;
       }
-      Node& n = nodes_.at(msg.to);
+      Node& n = nodes_[msg.to];
       Message reply;
       reply.type = Message::Type::kHandoverReply;
       reply.from = msg.to;
       reply.to = msg.from;
       reply.sent_ns = msg.sent_ns;
-      reply.ok = n.m.AcceptHandover(msg.from, msg.term, n.synced, now_ns_).ok();
+      reply.ok = n.m.AcceptHandover(IdOf(msg.from), msg.term, n.synced, now_ns_).ok();
       if (reply.ok) {
         ++stats_.handovers;
         n.walk.reset();
@@ -321,13 +337,13 @@ void MembershipSim::DeliverMastership(const Message& msg, bool to_alive) {
     case Message::Type::kHandoverReply:
     case Message::Type::kHandoverFailed: {
       if (!to_alive) return;
-      Node& n = nodes_.at(msg.to);
+      Node& n = nodes_[msg.to];
       if (!n.handing_over) return;
       if (msg.type == Message::Type::kHandoverFailed || !msg.ok) {
         SendHandover(msg.to);
         return;
       }
-      const LeavePlan plan = n.m.HandOver(RefOf(msg.from));
+      const LeavePlan plan = n.m.HandOver(RefOf(IdOf(msg.from)));
       for (const NodeRef& child : plan.children) {
         Message m;
         m.type = Message::Type::kParentLeft;

@@ -1055,6 +1055,10 @@ TEST(MembershipSimTest, RandomizedChurn) {
       const int ticks = 1 + rand(40);
       for (int t = 0; t < ticks; ++t) {
         sim.Tick();
+        // The incremental check looks at a subset of what the full one
+        // does: it must pass wherever the full one passes.
+        ASSERT_EQ(sim.CheckSafetyIncremental(), "")
+            << "round " << round << " tick " << t;
         const std::string broken = sim.CheckSafety();
         ASSERT_EQ(broken, "") << "round " << round << " tick " << t;
       }
@@ -1102,6 +1106,67 @@ TEST(MembershipSimTest, RandomizedChurn) {
     std::cout << "; max hops " << s.max_walk_hops << "\n";
     EXPECT_GT(s.parents_lost, 0u);
     EXPECT_GT(s.redirects, 0u);
+  }
+}
+
+// The incremental check finds what the full one finds when a tick breaks
+// the tree: a lease outliving the parent's, a cycle through the parents,
+// though a full check in between has not cleared what changed.
+TEST(MembershipSimTest, IncrementalCheckFindsBrokenLeasesAndCycles) {
+  auto settled = [](MembershipSim& sim) {
+    for (int i = 0; i < 30; ++i) sim.AddNode();
+    ASSERT_TRUE(sim.Settle(2000)) << sim.CheckConverged();
+    ASSERT_EQ(sim.CheckSafety(), "");
+    // Everything up to now has been seen.
+    ASSERT_EQ(sim.CheckSafetyIncremental(), "");
+  };
+  // A node at depth 2 and its parent.
+  auto pick = [](const MembershipSim& sim) {
+    for (const std::string& id : sim.LiveIds()) {
+      if (sim.node(id).depth() == 2 && !sim.RealChildren(id).empty()) {
+        return id;
+      }
+    }
+    return std::string();
+  };
+  MembershipSimOptions o;
+  o.max_children = 3;
+  {
+    MembershipSim sim(o);
+    settled(sim);
+    const std::string c = pick(sim);
+    ASSERT_FALSE(c.empty());
+    Membership& m = sim.mutable_node(c);
+    Attachment forged;
+    forged.ancestors = m.ancestors();
+    forged.depth = static_cast<uint32_t>(forged.ancestors.size());
+    forged.lease_remaining_ns = 100'000'000'000;
+    ASSERT_TRUE(m.OnParentInfo(forged, sim.now_ns()));
+    const std::string full = sim.CheckSafety();
+    EXPECT_NE(full.find("holds a lease"), std::string::npos) << full;
+    EXPECT_EQ(sim.CheckSafetyIncremental(), full);
+  }
+  {
+    MembershipSim sim(o);
+    settled(sim);
+    // The depth-2 node b's parent a attaches below b: a -> b -> a.
+    const std::string b = pick(sim);
+    ASSERT_FALSE(b.empty());
+    const std::string a = sim.node(b).parent()->node_id;
+    const NodeRef b_ref = sim.node(a).children().count(b) > 0
+                              ? NodeRef{b, b + ":3190", b + ":3191"}
+                              : NodeRef{};
+    Membership& m = sim.mutable_node(a);
+    m.OnParentLost(sim.now_ns());
+    Attachment forged;
+    forged.ancestors = {sim.node(sim.master_id()).self(), b_ref};
+    forged.depth = 2;
+    forged.lease_remaining_ns = 1'000'000'000;
+    forged.term = sim.node(sim.master_id()).term();
+    ASSERT_TRUE(m.OnAttached(forged, m.RejoinAllowedAtNs()).ok());
+    const std::string full = sim.CheckSafety();
+    EXPECT_EQ(full.rfind("cycle: ", 0), 0u) << full;
+    EXPECT_EQ(sim.CheckSafetyIncremental().rfind("cycle: ", 0), 0u);
   }
 }
 

@@ -150,7 +150,8 @@ std::string ReportJson(const ClusterSimOptions& o, const ClusterSimReport& r) {
        ", \"membership_messages\": " + std::to_string(r.membership_messages) + "},\n";
   j += "  \"estimators\": {\"inconsistencies\": " + std::to_string(r.inconsistencies) +
        ", \"mapping_steps\": " + std::to_string(r.steps) +
-       ", \"invariant_checks\": " + std::to_string(r.invariant_checks) + "},\n  \"events\": [";
+       ", \"invariant_checks\": " + std::to_string(r.invariant_checks) +
+       ", \"full_invariant_checks\": " + std::to_string(r.full_invariant_checks) + "},\n  \"events\": [";
   for (size_t i = 0; i < r.events.size(); ++i) {
     const ChurnEvent& e = r.events[i];
     j += std::string(i ? ",\n    " : "\n    ") + "{\"kind\": \"" + e.kind + "\", \"at_s\": " +
@@ -195,7 +196,8 @@ std::string ReportText(const ClusterSimOptions& o, const ClusterSimReport& r) {
   t += "exchanges " + std::to_string(r.exchanges) + ", lost " + std::to_string(r.lost) +
        ", estimator inconsistencies " + std::to_string(r.inconsistencies) + ", mapping steps " +
        std::to_string(r.steps) + ", membership invariant checks " +
-       std::to_string(r.invariant_checks) + "\n";
+       std::to_string(r.invariant_checks) + " (" + std::to_string(r.full_invariant_checks) +
+       " over every node)\n";
   if (!r.events.empty()) {
     t += "\n| event | at s | killed | cut off | rejoin median s | rejoin max s | not rejoined | max error next 120 s, ns |\n"
          "|---|---:|---:|---:|---:|---:|---:|---:|\n";

@@ -33,6 +33,9 @@ std::string ValidateOptions(const ClusterSimOptions& o) {
   }
   if (!(o.warmup_s >= 0)) return Bad("warmup_s", "must be >= 0", o.warmup_s);
   if (o.threads < 1 || o.threads > 64) return Bad("threads", "must be in [1, 64]", o.threads);
+  if (o.membership_full_check_every < 1) {
+    return Bad("full_check_every", "must be >= 1", o.membership_full_check_every);
+  }
   if (o.min_nodes_per_split < 1) {
     return Bad("min_nodes_per_split", "must be >= 1", o.min_nodes_per_split);
   }

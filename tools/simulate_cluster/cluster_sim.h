@@ -90,6 +90,10 @@ struct ClusterSimOptions {
   double series_bucket_s = 10;
   // At most this many membership ticks for the join storm / a settling.
   int64_t max_settle_ticks = 200'000;
+  // The membership invariants: the incremental check (what a tick changed)
+  // after every tick, the full check over every node every this many
+  // ticks (1: every tick) and whenever the tree has settled.
+  int membership_full_check_every = 10;
 };
 
 // Returns "" when valid, else "name: reason (value)".
@@ -151,7 +155,8 @@ struct ClusterSimReport {
   double node_probe_bytes_per_s = 0;
   double node_heartbeats_per_s = 0;
   uint64_t membership_messages = 0;
-  uint64_t invariant_checks = 0;
+  uint64_t invariant_checks = 0;       // Ticks checked (incrementally) ...
+  uint64_t full_invariant_checks = 0;  // ... and full checks among them.
   std::vector<ChurnEvent> events;
   std::vector<SeriesPoint> series;
   double wall_s = 0;

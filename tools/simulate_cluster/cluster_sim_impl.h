@@ -54,6 +54,7 @@ class ClusterSim::Impl {
   void ProcessSlice(int64_t end_ns);
   std::string FormTree();
   std::string StepMembership(int64_t until_ns);
+  std::string CheckMembershipStep();
   void RefreshTopology();
   void StartEvent(const std::string& kind, const std::vector<int>& killed,
                   int cut_pod, int64_t t_ns);
