@@ -76,6 +76,11 @@ ABSL_FLAG(std::string, chromium, "",
 ABSL_FLAG(std::string, index_dir, "",
           "view: where level-of-detail indexes are kept (default "
           "$XDG_CACHE_HOME/clocksync-trace or ~/.cache/clocksync-trace)");
+ABSL_FLAG(int64_t, index_max_mb, 8192,
+          "view: the index cache's size limit in MB: the least recently used "
+          "indexes beyond it are removed (0: no limit)");
+ABSL_FLAG(int32_t, index_max_age_days, 30,
+          "view: indexes unused for longer than this are removed (0: never)");
 ABSL_FLAG(int64_t, embed_records, 60000,
           "view: representatives embedded per correction in the page (the "
           "whole run's level and finer ones while they fit)");
@@ -141,7 +146,9 @@ Commands:
            thread, the function representing each slot coloured by
            region, messages (red: received before sent), collectives, the
            profile; every correction switchable (default online). The
-           index behind it is built once per archive set (--index_dir).
+           index behind it is built once per archive set (--index_dir);
+           the cache drops indexes of archives gone or changed, unused
+           for --index_max_age_days (30), or beyond --index_max_mb (8192).
            --svg writes a static snapshot; --png a picture of the page,
            taken by headless Chromium, which must be installed (Debian:
            apt-get install chromium; --chromium=PATH). docs/VIEW.md
@@ -450,6 +457,15 @@ int ViewCommand(const std::vector<std::string>& archives) {
   if (embed < 0) {
     return Usage(absl::StrCat("bad flag --embed_records: ", embed, " is negative"));
   }
+  const int64_t max_mb = absl::GetFlag(FLAGS_index_max_mb);
+  if (max_mb < 0 || max_mb > (int64_t{1} << 40)) {
+    return Usage(absl::StrCat("bad flag --index_max_mb: ", max_mb, " is not in 0..2^40"));
+  }
+  const int32_t max_age_days = absl::GetFlag(FLAGS_index_max_age_days);
+  if (max_age_days < 0) {
+    return Usage(absl::StrCat("bad flag --index_max_age_days: ", max_age_days,
+                              " is negative"));
+  }
   std::optional<hull::CorrectionKind> kind =
       CorrectionFlag(hull::CorrectionKind::kOnline, &exit_code);
   if (!kind) return exit_code;
@@ -457,6 +473,8 @@ int ViewCommand(const std::vector<std::string>& archives) {
   if (!traces) return exit_code;
   ViewOptions options;
   options.index_dir = absl::GetFlag(FLAGS_index_dir);
+  options.cache_limits.max_bytes = max_mb * 1000 * 1000;
+  options.cache_limits.max_age = absl::Hours(24) * max_age_days;
   options.initial = *kind;
   options.postmortem = PostmortemOptionsFromFlags();
   absl::StatusOr<ViewModel> model = MakeViewModel(archives, *traces, options);

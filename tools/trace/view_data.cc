@@ -204,6 +204,10 @@ absl::StatusOr<ViewModel> MakeViewModel(const std::vector<std::string>& archives
       if (!index.ok()) return index.status();
       c.index = *std::move(index);
       c.available = true;
+      if (absl::Status s = RecordIndexUse(c.index_path, archives, kind, options.postmortem);
+          !s.ok()) {
+        model.notes.push_back(absl::StrCat("index cache: ", s.message()));
+      }
       model.notes.push_back(absl::StrCat(hull::CorrectionKindName(kind), ": ", note));
       if (kind == options.initial) {
         const Profile profile = ProfileRegions(traces, *timeline);
@@ -225,6 +229,25 @@ absl::StatusOr<ViewModel> MakeViewModel(const std::vector<std::string>& archives
           c.unavailable_reason));
     }
     model.corrections.push_back(std::move(c));
+  }
+  std::vector<std::string> in_use;
+  for (const ViewCorrection& c : model.corrections) {
+    if (c.available) in_use.push_back(c.index_path);
+  }
+  absl::StatusOr<IndexCachePruned> pruned =
+      PruneIndexCache(dir, in_use, options.cache_limits, absl::Now());
+  if (!pruned.ok()) {
+    model.notes.push_back(absl::StrCat("index cache: ", pruned.status().message()));
+  } else if (const int removed = pruned->stale + pruned->old + pruned->over + pruned->temp;
+             removed > 0) {
+    model.notes.push_back(absl::StrFormat(
+        "index cache %s: removed %d files (%.1f MB: %d of archives gone or changed, "
+        "%d unused for over %.0f days, %d over the %.0f MB limit, %d unfinished), "
+        "kept %d indexes (%.1f MB)",
+        dir, removed, pruned->bytes / 1e6, pruned->stale, pruned->old,
+        absl::ToDoubleHours(options.cache_limits.max_age) / 24, pruned->over,
+        options.cache_limits.max_bytes / 1e6, pruned->temp, pruned->kept,
+        pruned->kept_bytes / 1e6));
   }
   return model;
 }

@@ -23,6 +23,7 @@
 #include "absl/status/statusor.h"
 #include "hull/correction.h"
 #include "hull/postmortem.h"
+#include "tools/trace/view_cache.h"
 #include "trace/lod_index.h"
 #include "trace/timeline.h"
 #include "trace/trace.h"
@@ -50,6 +51,9 @@ struct ViewModel {
 
 struct ViewOptions {
   std::string index_dir;  // "" = $XDG_CACHE_HOME or ~/.cache, /clocksync-trace
+  // The cache's bound (tools/trace/view_cache.h), applied after this
+  // run's indexes are built or found.
+  IndexCacheLimits cache_limits;
   hull::CorrectionKind initial = hull::CorrectionKind::kOnline;
   hull::PostmortemOptions postmortem;
 };
@@ -72,7 +76,8 @@ absl::StatusOr<std::unique_ptr<LodIndex>> OpenOrBuildIndex(
     const Timeline& timeline, const MessageMatch& messages, std::string* note);
 
 // The model of a run: every correction the traces support (the initial one
-// must be: FailedPrecondition naming the archive otherwise), indexed.
+// must be: FailedPrecondition naming the archive otherwise), indexed; then
+// the cache is pruned (a note says what was removed).
 absl::StatusOr<ViewModel> MakeViewModel(const std::vector<std::string>& archives,
                                         absl::Span<const ProcessTrace> traces,
                                         const ViewOptions& options);
