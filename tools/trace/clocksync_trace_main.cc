@@ -490,11 +490,15 @@ int ViewCommand(const std::vector<std::string>& archives) {
     std::cerr << "clocksync-trace: wrote " << svg_path << "\n";
   }
   if (!out_path.empty()) {
+    const absl::Time start = absl::Now();
+    const std::string page = ViewHtml(ModelJson(*model, width, embed, /*serve=*/false));
     std::ofstream html(out_path);
-    html << ViewHtml(ModelJson(*model, width, embed, /*serve=*/false));
+    html << page;
     html.close();
     if (!html) return Usage(absl::StrCat("bad flag --out: cannot write ", out_path));
-    std::cerr << "clocksync-trace: wrote " << out_path << "\n";
+    std::cerr << absl::StrFormat("clocksync-trace: wrote %s (%d bytes in %.2f s)\n",
+                                 out_path, page.size(),
+                                 absl::ToDoubleSeconds(absl::Now() - start));
   }
   if (!png_path.empty()) {
     if (int code = WritePng(*model, out_path, png_path, chromium, width, png_height,

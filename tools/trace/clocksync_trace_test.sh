@@ -138,7 +138,7 @@ PY
 # --- view: one HTML file with every correction, an SVG, a cached index -------
 "$TOOL" view --index_dir="$WORK/idx" --out="$WORK/run.html" --svg="$WORK/run.svg" \
     "$rank0" "$rank1" 2> "$WORK/view.err"
-grep -q "online: index .*(built)" "$WORK/view.err" || fail "view: no index built: $(cat "$WORK/view.err")"
+grep -q "online: index .*(built in [0-9.]* s, written in [0-9.]* s)" "$WORK/view.err" || fail "view: no index built: $(cat "$WORK/view.err")"
 [[ "$(ls "$WORK/idx" | grep -c '\.lodidx$')" == 5 ]] || fail "view: want 5 indexes: $(ls "$WORK/idx")"
 python3 - "$WORK/run.html" "$WORK/run.svg" <<'PY'
 import json, re, sys

@@ -156,10 +156,14 @@ absl::StatusOr<std::unique_ptr<LodIndex>> OpenOrBuildIndex(
       index.status().code() == absl::StatusCode::kNotFound
           ? "built"
           : absl::StrCat("rebuilt: ", index.status().message());
+  const absl::Time start = absl::Now();
   absl::StatusOr<LodIndexData> data = BuildLodIndex(traces, timeline, messages);
   if (!data.ok()) return data.status();
+  const absl::Time built = absl::Now();
   if (absl::Status s = WriteLodIndex(*data, path); !s.ok()) return s;
-  *note = absl::StrCat("index ", path, " (", why, ")");
+  *note = absl::StrFormat("index %s (%s in %.1f s, written in %.1f s)", path, why,
+                          absl::ToDoubleSeconds(built - start),
+                          absl::ToDoubleSeconds(absl::Now() - built));
   return OpenLodIndex(path);
 }
 
