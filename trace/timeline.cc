@@ -357,6 +357,29 @@ absl::StatusOr<MessageMatch> MatchMessages(
           ". and ", p + 1, ". archive given)"));
     }
   }
+  // Communicators by name and ranks: each process numbers its own (the
+  // groups of processes attached at different times have different ids in
+  // different processes); the world (id 0) is one. A communicator a
+  // process never defined is its id.
+  std::map<std::pair<std::string, std::vector<int32_t>>, uint32_t> comm_ids;
+  std::vector<std::map<uint32_t, uint32_t>> comm_of(traces.size());
+  for (size_t p = 0; p < traces.size(); ++p) {
+    for (const Communicator& c : traces[p].communicators) {
+      if (c.id == kWorldCommunicator) {
+        comm_of[p][c.id] = kWorldCommunicator;
+        continue;
+      }
+      // Identities from 2^31 up, apart from the ids of undefined ones.
+      auto [it, inserted] = comm_ids.emplace(
+          std::make_pair(c.name, c.ranks),
+          0x80000000u + static_cast<uint32_t>(comm_ids.size()));
+      comm_of[p][c.id] = it->second;
+    }
+  }
+  auto comm_identity = [&](size_t p, uint32_t id) {
+    auto it = comm_of[p].find(id);
+    return it != comm_of[p].end() ? it->second : id;
+  };
   // (source rank, destination rank, tag, communicator) -> endpoints.
   using Key = std::tuple<int32_t, int32_t, uint32_t, uint32_t>;
   std::map<Key, std::vector<Endpoint>> sends, recvs;
@@ -376,10 +399,11 @@ absl::StatusOr<MessageMatch> MatchMessages(
         const Endpoint end{StampToLocalNs(trace.info, e.stamp), e.stamp,
                            static_cast<int32_t>(p), static_cast<uint32_t>(t),
                            static_cast<uint32_t>(i)};
+        const uint32_t comm = comm_identity(p, e.comm);
         if (e.kind == EventKind::kSend) {
-          sends[Key{trace.info.rank, peer, e.tag, e.comm}].push_back(end);
+          sends[Key{trace.info.rank, peer, e.tag, comm}].push_back(end);
         } else {
-          recvs[Key{peer, trace.info.rank, e.tag, e.comm}].push_back(end);
+          recvs[Key{peer, trace.info.rank, e.tag, comm}].push_back(end);
         }
       }
     }

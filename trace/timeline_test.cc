@@ -245,5 +245,48 @@ TEST(Corrections, MissingInputIsUnavailableWithAReason) {
   EXPECT_TRUE(BuildTimeline(traces, hull::CorrectionKind::kNone).ok());
 }
 
+// Each process numbers its own communicators: the same group (name and
+// ranks) under different ids in sender and receiver still matches, and one
+// id naming different groups does not.
+TEST(MatchMessages, CommunicatorsByNameAndRanksNotById) {
+  auto process = [](int32_t rank, std::vector<Communicator> comms,
+                    std::vector<Event> events) {
+    ProcessTrace trace;
+    trace.info.rank = rank;
+    trace.communicators = std::move(comms);
+    trace.threads.push_back(ThreadTrace{0, "main", std::move(events)});
+    return trace;
+  };
+  auto message = [](EventKind kind, uint64_t tick, int32_t peer,
+                    uint32_t comm) {
+    Event e;
+    e.kind = kind;
+    e.stamp = tick << 13;
+    e.peer = peer;
+    e.comm = comm;
+    e.tag = 1;
+    return e;
+  };
+  const Communicator world{0, "world", {0}};
+  // Rank 1 knows group "g" {1, 2} as id 3, rank 2 as id 1; both also have a
+  // different group under the other's id.
+  std::vector<ProcessTrace> traces = {
+      process(1, {world, {1, "other", {1, 5}}, {3, "g", {1, 2}}},
+              {message(EventKind::kSend, 10, 1, 3),
+               message(EventKind::kSend, 11, 1, 1)}),
+      process(2, {world, {1, "g", {1, 2}}, {3, "other", {5, 2}}},
+              {message(EventKind::kRecv, 20, 0, 1),
+               message(EventKind::kRecv, 21, 0, 3)}),
+  };
+  absl::StatusOr<MessageMatch> match = MatchMessages(traces);
+  ASSERT_TRUE(match.ok()) << match.status();
+  ASSERT_EQ(match->pairs.size(), 1u);
+  EXPECT_EQ(match->pairs[0].send_index, 0u);
+  EXPECT_EQ(match->pairs[0].recv_index, 0u);
+  // The send to rank 5 in "other" and the receive from 5: peers not in
+  // the run.
+  EXPECT_EQ(match->unknown_peers, 2);
+}
+
 }  // namespace
 }  // namespace clocksync::trace
