@@ -108,6 +108,9 @@ TEST(ClusterSimTest, TreeDepthBoundsAndErrorGrowth) {
   EXPECT_GT(r.depths.back().rms_ns, r.depths.front().rms_ns);
   EXPECT_GT(r.depths.back().median_half_width_ns, r.depths.front().median_half_width_ns);
   EXPECT_GT(r.invariant_checks, 0u);
+  // The full check every 10 ticks, and once formed.
+  EXPECT_GE(r.full_invariant_checks, r.invariant_checks / 10);
+  EXPECT_LE(r.full_invariant_checks, r.invariant_checks / 10 + 1);
   EXPECT_GT(r.formation_s, 0);
   EXPECT_NEAR(r.master_probes_per_s, 4, 1e-9);
 }
@@ -158,6 +161,9 @@ TEST(ClusterSimTest, BadOptionsAreNamed) {
   o = ClusterSimOptions();
   o.network.loss = 1.5;
   EXPECT_EQ(ValidateOptions(o), "loss: must be in [0, 1) (1.500000)");
+  o = ClusterSimOptions();
+  o.membership_full_check_every = 0;
+  EXPECT_EQ(ValidateOptions(o), "full_check_every: must be >= 1 (0)");
   EXPECT_EQ(ValidateOptions(ClusterSimOptions()), "");
 }
 
