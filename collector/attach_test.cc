@@ -5,7 +5,8 @@
 // the run's archive; a wrong token is refused; a child that never connects
 // fails the group with an error naming its pid (the others refused); a
 // parent that ends before attaching refuses its waiting children; a child
-// lost after the attach is told to the others (PeerLost).
+// lost after the attach is told to the others (PeerLost); a child's later
+// tracing phase continues its rank under its group's token.
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -357,6 +358,51 @@ TEST_F(AttachTest, AChildLostAfterTheAttachIsToldToTheOthers) {
   std::vector<RankStatus> status = collection_->Status();
   ASSERT_EQ(status.size(), 3u);
   EXPECT_EQ(status[1].state, RankState::kLost);
+}
+
+TEST_F(AttachTest, AChildsLaterPhaseContinuesItsRankWithItsGroupsToken) {
+  absl::StatusOr<std::unique_ptr<StreamingSink>> parent =
+      Connect(FormatContact(Contact{token_, Address()}), 10);
+  ASSERT_TRUE(parent.ok()) << parent.status();
+  const std::string contact = (*parent)->AttachContact(0, Address());
+  Children children;
+  StartChildren(&children, contact, 1);
+  ASSERT_TRUE((*parent)->Attach(0, 1, {}, 20'000'000'000).ok());
+  children.threads[0].join();
+  ASSERT_TRUE(children.sinks[0].ok()) << children.sinks[0].status();
+  StreamingSink& child = **children.sinks[0];
+  child.set_more_phases(true);
+  ASSERT_TRUE(child.Finish({}, {}, {}, {}, std::nullopt).ok());
+  EXPECT_EQ(collection_->Status()[1].state, RankState::kBetweenPhases);
+  // Phase 1 with the same contact string and its rank.
+  StreamingOptions options;
+  options.contact = *ParseContact("test", contact);
+  options.requested_rank = 1;
+  options.phase = 1;
+  options.info.process_name = "app";
+  options.info.pid = 100;
+  options.info.hostname = "here";
+  options.info.origin_ns = 1000;
+  options.fallback_trace_dir = dir_ + "/local";
+  options.fallback_name = "phase";
+  options.timeout_ns = 20'000'000'000;
+  absl::StatusOr<std::unique_ptr<StreamingSink>> phase1 =
+      StreamingSink::Connect(options);
+  ASSERT_TRUE(phase1.ok()) << phase1.status();
+  EXPECT_EQ((*phase1)->rank(), 1);
+  ASSERT_TRUE((*phase1)->attached().has_value());
+  EXPECT_EQ((*phase1)->attached()->children, (std::vector<int32_t>{1}));
+  // Another rank cannot continue under this group's token.
+  options.requested_rank = 0;
+  absl::StatusOr<std::unique_ptr<StreamingSink>> other =
+      StreamingSink::Connect(options);
+  ASSERT_FALSE(other.ok());
+  EXPECT_THAT(std::string(other.status().message()),
+              HasSubstr("rank 0 is not a child of attach group r0.g0"));
+  ASSERT_TRUE((*phase1)->Finish({}, {}, {}, {}, std::nullopt).ok());
+  ASSERT_TRUE((*parent)->Finish({}, {}, {}, {}, std::nullopt).ok());
+  ASSERT_TRUE(collection_->WaitUntilDone(absl::Seconds(5)));
+  EXPECT_EQ(collection_->Status()[1].phase, 1u);
 }
 
 }  // namespace

@@ -85,6 +85,8 @@ void NoteAttachAtInit(TracingSession* session, uint32_t phase) {
 }  // namespace tracer
 
 absl::StatusOr<std::string> Tracer::AttachContact() {
+  // Before the lock (a fork's copy of it may be held).
+  if (absl::Status s = tracer::CheckNotForkedSession(); !s.ok()) return s;
   std::lock_guard<std::mutex> lock(g_lifecycle_mutex);
   TracingSession* session = g_session.load(std::memory_order_acquire);
   if (session == nullptr) {
@@ -105,6 +107,7 @@ absl::StatusOr<AttachResult> Tracer::Attach(int32_t children,
                                             absl::Span<const int64_t> pids) {
   TracingSession* session = nullptr;
   uint32_t group = 0;
+  if (absl::Status s = tracer::CheckNotForkedSession(); !s.ok()) return s;
   {
     std::lock_guard<std::mutex> lock(g_lifecycle_mutex);
     session = g_session.load(std::memory_order_acquire);

@@ -34,6 +34,20 @@ constexpr int64_t kSegmentStaleNs = 5'000'000'000;
 }  // namespace
 
 std::atomic<TracingSession*> g_session{nullptr};
+std::atomic<int> g_session_pid{0};
+
+absl::Status CheckNotForkedSession() {
+  const int owner = g_session_pid.load(std::memory_order_acquire);
+  if (g_session.load(std::memory_order_acquire) == nullptr || owner == 0 ||
+      owner == getpid()) {
+    return absl::OkStatus();
+  }
+  return absl::FailedPreconditionError(absl::StrCat(
+      "tracer: this process (pid ", getpid(), ") was forked from a traced "
+      "process (pid ", owner, ") and did not exec: it holds a copy of that "
+      "tracer without its threads; exec the child (or fork before the "
+      "tracer's init) to trace it"));
+}
 std::mutex g_lifecycle_mutex;
 
 TracingSession::TracingSession(SessionParts parts, uint64_t generation)

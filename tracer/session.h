@@ -122,6 +122,13 @@ class TracingSession {
 extern std::atomic<TracingSession*> g_session;
 // Init, Finalize, thread attach and thread exit.
 extern std::mutex g_lifecycle_mutex;
+// The process that started the active session (set with g_session): a
+// fork of a traced process that did not exec holds a copy of the session
+// without its threads, and must not use it.
+extern std::atomic<int> g_session_pid;
+// FailedPrecondition naming both processes when the calling process is
+// such a fork; OK otherwise.
+absl::Status CheckNotForkedSession();
 
 }  // namespace tracer
 }  // namespace clocksync

@@ -190,6 +190,9 @@ absl::StatusOr<TracerOptions> EffectiveOptions(const TracerOptions& given) {
 }  // namespace
 
 absl::Status Tracer::Init(const TracerOptions& given) {
+  // Before the lock: a fork may hold a copy of it locked by a thread it
+  // does not have.
+  if (absl::Status s = tracer::CheckNotForkedSession(); !s.ok()) return s;
   std::lock_guard<std::mutex> lock(g_lifecycle_mutex);
   if (g_session.load(std::memory_order_acquire) != nullptr) {
     return absl::FailedPreconditionError("tracer: already initialized");
@@ -339,6 +342,7 @@ absl::Status Tracer::Init(const TracerOptions& given) {
   }
 
   tracer::ResetSignalState();
+  tracer::g_session_pid.store(getpid(), std::memory_order_release);
   g_session.store(session.get(), std::memory_order_release);
   if (session->options().install_signal_handlers) {
     tracer::InstallSignalHandlers(CompleteFromFatalSignal);

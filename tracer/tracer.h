@@ -233,8 +233,9 @@ class Tracer {
   // service thread (segment watch, periodic sessions, SIGINT/SIGTERM) and
   // the writer thread (full buffers), and installs the signal handlers. Errors: InvalidArgument (options or
   // environment), AlreadyExists (the archive directory is not empty; or
-  // FailedPrecondition when the tracer is already initialized), and the
-  // writer's errors naming the path. On error nothing is left running.
+  // FailedPrecondition when the tracer is already initialized, or in a
+  // fork of a traced process that did not exec: that names both pids), and
+  // the writer's errors naming the path. On error nothing is left running.
   static absl::Status Init(const TracerOptions& options = TracerOptions());
 
   // Stops tracing: runs the finalize sync session, flushes every buffer,

@@ -12,10 +12,14 @@
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstring>
+#include <fstream>
+#include <sstream>
 #include <map>
 #include <memory>
 #include <string>
@@ -483,6 +487,80 @@ TEST_F(TracerCollectorTest, AttachConnectsChildrenAndDefinesTheCommunicators) {
   EXPECT_EQ(comms["attach r0.g0 children"], (std::vector<int32_t>{1, 2}));
   EXPECT_EQ(comms["attach r0.g0"], (std::vector<int32_t>{0, 1, 2}));
   EXPECT_EQ(comms["world"], (std::vector<int32_t>{0}));
+}
+
+TEST_F(TracerCollectorTest, ServerInitAttachesChildrenAtItsAdvertisedAddress) {
+  setenv("CLOCKSYNC_COLLECTOR_LISTEN", "127.0.0.1:0", 1);
+  setenv("CLOCKSYNC_COLLECTOR_ADVERTISE", "localhost", 1);
+  options_.trace_dir = dir_;
+  options_.world_size = 1;
+  absl::StatusOr<std::string> served = Tracer::ServerInit(options_);
+  unsetenv("CLOCKSYNC_COLLECTOR_LISTEN");
+  unsetenv("CLOCKSYNC_COLLECTOR_ADVERTISE");
+  ASSERT_TRUE(served.ok()) << served.status();
+  const std::string address =
+      collector::ParseContact("test", *served)->address;
+  EXPECT_EQ(address.rfind("localhost:", 0), 0u) << address;
+  // The children reach the collector where the others do, not at this
+  // process's loopback address.
+  absl::StatusOr<std::string> contact = Tracer::AttachContact();
+  ASSERT_TRUE(contact.ok()) << contact.status();
+  absl::StatusOr<collector::Contact> parsed =
+      collector::ParseContact("test", *contact);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->address, address);
+  std::unique_ptr<collector::StreamingSink> child;
+  std::thread thread([&] {
+    collector::StreamingOptions options;
+    options.contact = *parsed;
+    options.info.process_name = "child";
+    options.info.pid = 100;
+    options.info.hostname = "here";
+    options.fallback_trace_dir = dir_;
+    options.fallback_name = "child";
+    options.timeout_ns = 60'000'000'000;
+    absl::StatusOr<std::unique_ptr<collector::StreamingSink>> sink =
+        collector::StreamingSink::Connect(options);
+    if (sink.ok()) child = *std::move(sink);
+  });
+  absl::StatusOr<AttachResult> group = Tracer::Attach(1);
+  thread.join();
+  ASSERT_TRUE(group.ok()) << group.status();
+  EXPECT_EQ(group->children, (std::vector<int32_t>{1}));
+  ASSERT_NE(child, nullptr);
+  ASSERT_TRUE(child->Finish({}, {}, {}, {}, std::nullopt).ok());
+  // Finalize waits for both ranks and writes the run's archive.
+  ASSERT_TRUE(Tracer::Finalize().ok());
+  std::ifstream in(dir_ + "/app.otf2/clocksync.collection");
+  std::stringstream summary;
+  summary << in.rdbuf();
+  EXPECT_NE(summary.str().find("rank 1 finished: 0 events, host here pid 100, "
+                               "attached by rank 0 (group r0.g0)"),
+            std::string::npos)
+      << summary.str();
+  EXPECT_NE(summary.str().find(": 2 of 2 ranks"), std::string::npos)
+      << summary.str();
+}
+
+TEST_F(TracerCollectorTest, AForkThatDidNotExecIsToldToExec) {
+  ASSERT_TRUE(Tracer::Init(options_).ok());
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // Only async-signal-safe-ish calls on the tracer's failure paths.
+    const int init = cs_trace_init(nullptr);
+    const bool named = std::strstr(cs_trace_last_error(),
+                                   "was forked from a traced process") !=
+                       nullptr;
+    char contact[512];
+    const int attach = cs_trace_attach_contact(contact, sizeof(contact));
+    _exit(init == CLOCKSYNC_EALREADY && named && attach == CLOCKSYNC_EIO ? 0
+                                                                          : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  ASSERT_TRUE(Tracer::Finalize().ok());
 }
 
 TEST_F(TracerCollectorTest, NoAttachWithoutACollector) {
