@@ -155,6 +155,75 @@ std::string EventFileName(uint32_t thread_index) {
   return absl::StrCat("events.", thread_index, ".raw");
 }
 
+// Reads the event file at `path` into *events. In the wire layout the
+// file is read in chunks into a small reused buffer (it stays in cache),
+// checked there and appended, so the events' memory is written once
+// (reading the whole file first and copying it wrote three times as much
+// fresh memory: 100 M events took minutes). A cut last record is dropped
+// with a note.
+absl::Status ReadEventFile(const std::string& path, std::vector<Event>* events,
+                           std::vector<std::string>* notes) {
+  if constexpr (!kEventIsWireLayout) {
+    absl::StatusOr<std::string> bytes = ReadFile(path);
+    if (!bytes.ok()) return bytes.status();
+    const size_t whole = bytes->size() - bytes->size() % kEventWireBytes;
+    if (whole != bytes->size()) {
+      notes->push_back(absl::StrCat(path, " ends in a cut record (",
+                                    bytes->size() - whole, " bytes dropped)"));
+    }
+    if (absl::Status s = DecodeEvents(absl::string_view(*bytes).substr(0, whole), events);
+        !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": ", s.message()));
+    }
+    return absl::OkStatus();
+  }
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoStatus(errno, "cannot open", path);
+  struct stat st;
+  if (fstat(fd, &st) == 0 && st.st_size > 0) {
+    events->reserve(static_cast<size_t>(st.st_size) / kEventWireBytes);
+  }
+  constexpr size_t kChunk = 1 << 14;  // events: 640 KiB
+  std::vector<Event> chunk(kChunk);
+  char* const buffer = reinterpret_cast<char*>(chunk.data());
+  size_t held = 0;  // bytes in the buffer
+  for (;;) {
+    const ssize_t n = read(fd, buffer + held, kChunk * kEventWireBytes - held);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int error = errno;
+      close(fd);
+      return ErrnoStatus(error, "cannot read", path);
+    }
+    held += static_cast<size_t>(n);
+    const bool end = n == 0;
+    if (!end && held < kChunk * kEventWireBytes) continue;
+    const size_t records = held / kEventWireBytes;
+    for (size_t i = 0; i < records; ++i) {
+      const char* p = buffer + i * kEventWireBytes;
+      if (!RecordOk(p)) {
+        close(fd);
+        return absl::InvalidArgumentError(absl::StrCat(
+            path, ": event ", events->size() + i, ": ", CheckRecord(p)));
+      }
+    }
+    events->insert(events->end(), chunk.begin(),
+                   chunk.begin() + static_cast<std::ptrdiff_t>(records));
+    const size_t rest = held - records * kEventWireBytes;
+    if (end) {
+      if (rest > 0) {
+        notes->push_back(
+            absl::StrCat(path, " ends in a cut record (", rest, " bytes dropped)"));
+      }
+      break;
+    }
+    std::memmove(buffer, buffer + records * kEventWireBytes, rest);
+    held = rest;
+  }
+  close(fd);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 void EncodeEvents(absl::Span<const Event> events, std::string* out) {
@@ -477,22 +546,13 @@ absl::StatusOr<ProcessTrace> ReadRawArchive(const std::string& dir) {
   uint64_t events = 0;
   for (uint32_t index : indices) {
     const std::string path = absl::StrCat(dir, "/", EventFileName(index));
-    absl::StatusOr<std::string> bytes = ReadFile(path);
-    if (!bytes.ok()) return bytes.status();
-    const size_t whole = bytes->size() - bytes->size() % kEventWireBytes;
-    if (whole != bytes->size()) {
-      notes.push_back(absl::StrCat(path, " ends in a cut record (",
-                                   bytes->size() - whole, " bytes dropped)"));
-    }
     ThreadTrace thread;
     thread.thread_index = index;
     auto name = names.find(index);
     thread.name = name != names.end() ? name->second
                                       : absl::StrCat("thread ", index);
-    if (absl::Status s = DecodeEvents(absl::string_view(*bytes).substr(0, whole),
-                                      &thread.events);
-        !s.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(path, ": ", s.message()));
+    if (absl::Status s = ReadEventFile(path, &thread.events, &notes); !s.ok()) {
+      return s;
     }
     for (size_t i = 1; i < thread.events.size(); ++i) {
       if (thread.events[i].stamp <= thread.events[i - 1].stamp) {

@@ -5,6 +5,7 @@
 # test (it takes minutes and several GB of disk and memory):
 #
 #   tools/trace/view_large_run.sh [WORK_DIR] [EVENTS] [RANKS]
+#   REUSE=1 tools/trace/view_large_run.sh WORK_DIR   (its archives again)
 #
 # Measures: writing the archives; `view --out` with an empty index cache
 # (every index built: the tool prints each one's build and write time, the
@@ -21,14 +22,18 @@ cd "$(dirname "$0")/../.."
 bazel build ${BAZEL_FLAGS:-} -c opt //tools/trace:clocksync-trace //tools/trace:make_large_trace >&2
 TOOL="$PWD/bazel-bin/tools/trace/clocksync-trace"
 MAKE="$PWD/bazel-bin/tools/trace/make_large_trace"
-rm -rf "$WORK"
-mkdir -p "$WORK"
 echo "load: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
-
-start=$(date +%s.%N)
-"$MAKE" "$WORK" --events="$EVENTS" --ranks="$RANKS" > "$WORK/archives"
-gen_s=$(echo "$(date +%s.%N) - $start" | bc)
-echo "archives: $(wc -l < "$WORK/archives") written in ${gen_s} s, $(du -sb "$WORK" | cut -f1) bytes"
+if [[ "${REUSE:-}" == 1 && -s "$WORK/archives" ]]; then
+  # REUSE=1: the archives of an earlier run, a new index cache.
+  rm -rf "$WORK/idx"
+else
+  rm -rf "$WORK"
+  mkdir -p "$WORK"
+  start=$(date +%s.%N)
+  "$MAKE" "$WORK" --events="$EVENTS" --ranks="$RANKS" > "$WORK/archives"
+  gen_s=$(echo "$(date +%s.%N) - $start" | bc)
+  echo "archives: $(wc -l < "$WORK/archives") written in ${gen_s} s, $(du -sb "$WORK" | cut -f1) bytes"
+fi
 mapfile -t ARCHIVES < "$WORK/archives"
 
 run_view() {  # $1: label; the rest: flags
