@@ -175,7 +175,7 @@ TEST_F(AttachTest, ChildrenGetRanksAfterTheRunsRecursively) {
   StartChildren(&children, contact, 3);
   // pids in an order of their own: the ranks follow it.
   absl::StatusOr<AttachGroupInfo> group =
-      (*parent)->Attach(0, 3, {102, 100, 101}, 20'000'000'000);
+      (*parent)->Attach(0, 3, {102, 100, 101}, 20'000'000'000, nullptr);
   for (auto& t : children.threads) t.join();
   ASSERT_TRUE(group.ok()) << group.status();
   EXPECT_EQ(group->parent_rank, 0);
@@ -192,7 +192,7 @@ TEST_F(AttachTest, ChildrenGetRanksAfterTheRunsRecursively) {
   }
   // The same group again: refused.
   absl::StatusOr<AttachGroupInfo> again =
-      (*parent)->Attach(0, 1, {}, 1'000'000'000);
+      (*parent)->Attach(0, 1, {}, 1'000'000'000, nullptr);
   ASSERT_FALSE(again.ok());
   EXPECT_EQ(again.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(again.status().message()),
@@ -202,7 +202,7 @@ TEST_F(AttachTest, ChildrenGetRanksAfterTheRunsRecursively) {
   StreamingSink& rank1 = **children.sinks[2];
   Children grandchildren;
   StartChildren(&grandchildren, rank1.AttachContact(0, Address()), 1, 200);
-  absl::StatusOr<AttachGroupInfo> sub = rank1.Attach(0, 1, {}, 20'000'000'000);
+  absl::StatusOr<AttachGroupInfo> sub = rank1.Attach(0, 1, {}, 20'000'000'000, nullptr);
   grandchildren.threads[0].join();
   ASSERT_TRUE(sub.ok()) << sub.status();
   EXPECT_EQ(sub->children, (std::vector<int32_t>{4}));
@@ -290,7 +290,7 @@ TEST_F(AttachTest, AChildThatNeverConnectsFailsTheGroupNamingIt) {
   StartChildren(&children, (*parent)->AttachContact(0, Address()), 1);
   // pid 100 comes, pid 4242 never does.
   absl::StatusOr<AttachGroupInfo> group =
-      (*parent)->Attach(0, 2, {100, 4242}, 700'000'000);
+      (*parent)->Attach(0, 2, {100, 4242}, 700'000'000, nullptr);
   children.threads[0].join();
   ASSERT_FALSE(group.ok());
   EXPECT_EQ(group.status().code(), absl::StatusCode::kDeadlineExceeded)
@@ -310,7 +310,7 @@ TEST_F(AttachTest, AChildThatNeverConnectsFailsTheGroupNamingIt) {
   Children next;
   StartChildren(&next, (*parent)->AttachContact(1, Address()), 1, 300);
   absl::StatusOr<AttachGroupInfo> second =
-      (*parent)->Attach(1, 1, {}, 20'000'000'000);
+      (*parent)->Attach(1, 1, {}, 20'000'000'000, nullptr);
   next.threads[0].join();
   ASSERT_TRUE(second.ok()) << second.status();
   EXPECT_EQ(second->children, (std::vector<int32_t>{1}));
@@ -342,7 +342,7 @@ TEST_F(AttachTest, AChildLostAfterTheAttachIsToldToTheOthers) {
   Children children;
   StartChildren(&children, (*parent)->AttachContact(0, Address()), 2);
   absl::StatusOr<AttachGroupInfo> group =
-      (*parent)->Attach(0, 2, {100, 101}, 20'000'000'000);
+      (*parent)->Attach(0, 2, {100, 101}, 20'000'000'000, nullptr);
   for (auto& t : children.threads) t.join();
   ASSERT_TRUE(group.ok()) << group.status();
   ASSERT_TRUE(children.sinks[0].ok() && children.sinks[1].ok());
@@ -367,7 +367,7 @@ TEST_F(AttachTest, AChildsLaterPhaseContinuesItsRankWithItsGroupsToken) {
   const std::string contact = (*parent)->AttachContact(0, Address());
   Children children;
   StartChildren(&children, contact, 1);
-  ASSERT_TRUE((*parent)->Attach(0, 1, {}, 20'000'000'000).ok());
+  ASSERT_TRUE((*parent)->Attach(0, 1, {}, 20'000'000'000, nullptr).ok());
   children.threads[0].join();
   ASSERT_TRUE(children.sinks[0].ok()) << children.sinks[0].status();
   StreamingSink& child = **children.sinks[0];

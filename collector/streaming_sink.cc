@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <fstream>
 #include <sstream>
 #include <utility>
@@ -186,7 +188,7 @@ std::string StreamingSink::AttachContact(uint32_t group,
 
 absl::StatusOr<AttachGroupInfo> StreamingSink::Attach(
     uint32_t group, int32_t children, const std::vector<int64_t>& pids,
-    int64_t timeout_ns) {
+    int64_t timeout_ns, const std::atomic<bool>* abort) {
   const std::string name = AttachGroupName(rank_, group);
   if (fell_back()) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -208,7 +210,35 @@ absl::StatusOr<AttachGroupInfo> StreamingSink::Attach(
                        std::chrono::nanoseconds(timeout_ns) +
                        std::chrono::seconds(5));
   AttachReply reply;
-  const grpc::Status status = stub_->Attach(&context, request, &reply);
+  // Asynchronous, waited in slices: an abort from another thread cancels it.
+  std::mutex mutex;
+  std::condition_variable answered;
+  bool done = false;
+  grpc::Status status;
+  stub_->async()->Attach(&context, &request, &reply,
+                         [&](grpc::Status result) {
+                           std::lock_guard<std::mutex> lock(mutex);
+                           status = std::move(result);
+                           done = true;
+                           answered.notify_all();
+                         });
+  {
+    std::unique_lock<std::mutex> lock(mutex);
+    bool cancelled = false;
+    while (!done) {
+      answered.wait_for(lock, std::chrono::milliseconds(50));
+      if (!done && !cancelled && abort != nullptr &&
+          abort->load(std::memory_order_acquire)) {
+        cancelled = true;
+        context.TryCancel();  // the callback still comes
+      }
+    }
+  }
+  if (status.error_code() == grpc::StatusCode::CANCELLED) {
+    return absl::CancelledError(absl::StrCat(
+        "attach group ", name, ": aborted (abort called from another "
+        "thread)"));
+  }
   if (!status.ok()) {
     return FromGrpc(status, absl::StrCat("collector ", options_.contact.address));
   }

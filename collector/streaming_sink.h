@@ -129,10 +129,12 @@ class StreamingSink : public trace::TraceSink {
   // errors with its message: DeadlineExceeded naming the children that
   // never connected, PermissionDenied, FailedPrecondition (attached
   // before); FailedPrecondition too when this sink fell back to its local
-  // archive (no collector to attach to).
+  // archive (no collector to attach to). Cancelled within ~50 ms when
+  // *abort is set (may be null; the collector then fails the group).
   absl::StatusOr<AttachGroupInfo> Attach(uint32_t group, int32_t children,
                                          const std::vector<int64_t>& pids,
-                                         int64_t timeout_ns);
+                                         int64_t timeout_ns,
+                                         const std::atomic<bool>* abort);
   // Finish tells the collector another phase of this rank follows
   // (Finish.more_phases). Before Finish, from the thread that calls it.
   void set_more_phases(bool more) { more_phases_ = more; }

@@ -136,7 +136,8 @@ absl::StatusOr<AttachResult> Tracer::Attach(int32_t children,
   // while the children come.
   absl::StatusOr<collector::AttachGroupInfo> info = session->streaming()->Attach(
       group, children, std::vector<int64_t>(pids.begin(), pids.end()),
-      session->options().collector_timeout_ns);
+      session->options().collector_timeout_ns, tracer::BeginAbortableWait());
+  tracer::EndAbortableWait();
   if (!info.ok()) {
     return absl::Status(info.status().code(),
                         absl::StrCat("attach: ", info.status().message()));

@@ -359,6 +359,8 @@ int cs_trace_attach(int32_t n, const int64_t* pids, uint32_t* children_comm,
           return CLOCKSYNC_EINVAL;
         case absl::StatusCode::kDeadlineExceeded:
           return CLOCKSYNC_ETIMEDOUT;
+        case absl::StatusCode::kCancelled:
+          return CLOCKSYNC_EABORTED;
         case absl::StatusCode::kResourceExhausted:
           return CLOCKSYNC_ENOMEM;
         default:

@@ -146,8 +146,9 @@ int cs_trace_finalize(void);
 int cs_trace_finalize_phase(void);
 
 /* From another thread: makes a cs_trace_init that waits for the collector
- * return CLOCKSYNC_EABORTED within ~50 ms (nothing started). 0 when an
- * init was waiting, CLOCKSYNC_ENOTINIT when none was. */
+ * (nothing started), or a cs_trace_attach waiting for its children (the
+ * group fails), return CLOCKSYNC_EABORTED within ~50 ms. 0 when one was
+ * waiting, CLOCKSYNC_ENOTINIT when none was. */
 int cs_trace_abort(void);
 
 /* Defines a region; returns its id (>= 0; the same for the same name) or a
@@ -214,7 +215,8 @@ int cs_trace_attach_contact(char* contact, size_t size);
  * *family_comm this process (rank 0) and the children (i + 1); either
  * pointer may be NULL. 0, CLOCKSYNC_ENOTINIT, CLOCKSYNC_EINVAL,
  * CLOCKSYNC_ETIMEDOUT (not every child came; cs_trace_last_error names
- * them; those that did fall back to local archives), CLOCKSYNC_EIO (no
+ * them; those that did fall back to local archives), CLOCKSYNC_EABORTED
+ * (cs_trace_abort from another thread), CLOCKSYNC_EIO (no
  * collector, or it refused). The next cs_trace_attach_contact is a new
  * group's. */
 int cs_trace_attach(int32_t n, const int64_t* pids, uint32_t* children_comm,

@@ -129,6 +129,11 @@ extern std::atomic<int> g_session_pid;
 // FailedPrecondition naming both processes when the calling process is
 // such a fork; OK otherwise.
 absl::Status CheckNotForkedSession();
+// Tracer::AbortInit's flag for a wait on the collector other than Init's
+// (an Attach): BeginAbortableWait clears it and marks a wait AbortInit may
+// end; EndAbortableWait unmarks it (tracer.cc).
+const std::atomic<bool>* BeginAbortableWait();
+void EndAbortableWait();
 
 }  // namespace tracer
 }  // namespace clocksync

@@ -189,6 +189,22 @@ absl::StatusOr<TracerOptions> EffectiveOptions(const TracerOptions& given) {
 
 }  // namespace
 
+namespace tracer {
+
+const std::atomic<bool>* BeginAbortableWait() {
+  std::lock_guard<std::mutex> lock(g_abort_mutex);
+  g_abort_init.store(false, std::memory_order_release);
+  g_init_waiting = true;
+  return &g_abort_init;
+}
+
+void EndAbortableWait() {
+  std::lock_guard<std::mutex> lock(g_abort_mutex);
+  g_init_waiting = false;
+}
+
+}  // namespace tracer
+
 absl::Status Tracer::Init(const TracerOptions& given) {
   // Before the lock: a fork may hold a copy of it locked by a thread it
   // does not have.

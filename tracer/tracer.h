@@ -282,8 +282,9 @@ class Tracer {
   // that order, and a timeout names the missing ones. DeadlineExceeded
   // names the children that never connected (the group fails: those that
   // did fall back to local archives); FailedPrecondition without a
-  // collector. The next AttachContact() is a new group's. Must not overlap
-  // Init or Finalize.
+  // collector; Cancelled when AbortInit ends the wait (the group fails).
+  // The next AttachContact() is a new group's. Must not overlap Init or
+  // Finalize.
   static absl::StatusOr<AttachResult> Attach(
       int32_t children, absl::Span<const int64_t> pids = {});
   // In a child: the group that attached this process (its communicators
@@ -301,7 +302,8 @@ class Tracer {
   static absl::Status FinalizePhase();
 
   // Makes an Init that waits for the collector (connecting, or for the
-  // Welcome: up to collector_timeout_ns) return Cancelled within ~50 ms,
+  // Welcome: up to collector_timeout_ns), or an Attach waiting for its
+  // children, return Cancelled within ~50 ms,
   // from another thread: for a program that decided the run failed.
   // Nothing of that Init is left running. True when an Init was waiting
   // and is told; false when none was (nothing happens).

@@ -563,6 +563,35 @@ TEST_F(TracerCollectorTest, AForkThatDidNotExecIsToldToExec) {
   ASSERT_TRUE(Tracer::Finalize().ok());
 }
 
+TEST_F(TracerCollectorTest, AbortEndsAnAttachWaitingForItsChildren) {
+  StartCollector(1);
+  ASSERT_TRUE(Tracer::Init(options_).ok());  // a 120 s collector timeout
+  EXPECT_FALSE(Tracer::AbortInit());  // nothing waits yet
+  std::atomic<int> code{1};
+  const auto start = std::chrono::steady_clock::now();
+  std::string error;
+  std::thread attach([&] {
+    code = cs_trace_attach(2, nullptr, nullptr, nullptr);  // nobody comes
+    error = cs_trace_last_error();  // (per thread)
+  });
+  // AbortInit is true once the attach waits.
+  while (!Tracer::AbortInit()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  attach.join();
+  EXPECT_EQ(code.load(), CLOCKSYNC_EABORTED);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  EXPECT_NE(error.find("attach group r0.g0: aborted"), std::string::npos)
+      << error;
+  EXPECT_FALSE(Tracer::AbortInit());  // nothing waits any more
+  // The group is used up (the collector, if the call reached it, failed
+  // it): the next contact string is the next group's.
+  char contact[512];
+  ASSERT_EQ(cs_trace_attach_contact(contact, sizeof(contact)), 0);
+  EXPECT_EQ(collector::ParseContact("test", contact)->attach_group, 1u);
+  ASSERT_TRUE(Tracer::Finalize().ok());
+}
+
 TEST_F(TracerCollectorTest, NoAttachWithoutACollector) {
   ASSERT_TRUE(Tracer::Init(options_).ok());  // no collector: local archive
   char contact[512];
