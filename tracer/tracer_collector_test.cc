@@ -490,8 +490,10 @@ TEST_F(TracerCollectorTest, AttachConnectsChildrenAndDefinesTheCommunicators) {
 }
 
 TEST_F(TracerCollectorTest, ServerInitAttachesChildrenAtItsAdvertisedAddress) {
-  setenv("CLOCKSYNC_COLLECTOR_LISTEN", "127.0.0.1:0", 1);
-  setenv("CLOCKSYNC_COLLECTOR_ADVERTISE", "localhost", 1);
+  // Every IPv4 address; another loopback address than this process's own
+  // (127.0.0.1) advertised: no name to resolve.
+  setenv("CLOCKSYNC_COLLECTOR_LISTEN", "0.0.0.0:0", 1);
+  setenv("CLOCKSYNC_COLLECTOR_ADVERTISE", "127.0.0.2", 1);
   options_.trace_dir = dir_;
   options_.world_size = 1;
   absl::StatusOr<std::string> served = Tracer::ServerInit(options_);
@@ -500,7 +502,7 @@ TEST_F(TracerCollectorTest, ServerInitAttachesChildrenAtItsAdvertisedAddress) {
   ASSERT_TRUE(served.ok()) << served.status();
   const std::string address =
       collector::ParseContact("test", *served)->address;
-  EXPECT_EQ(address.rfind("localhost:", 0), 0u) << address;
+  EXPECT_EQ(address.rfind("127.0.0.2:", 0), 0u) << address;
   // The children reach the collector where the others do, not at this
   // process's loopback address.
   absl::StatusOr<std::string> contact = Tracer::AttachContact();
