@@ -521,13 +521,27 @@ absl::Status Collection::Rank::AddEvents(const EventBatch& batch) {
         absl::StrCat("events.events: ", batch.events().size(),
                      " bytes, more than ", kMaxBatchBytes));
   }
+  if (batch.packed().size() > kMaxBatchBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("events.packed: ", batch.packed().size(),
+                     " bytes, more than ", kMaxBatchBytes));
+  }
+  if (!batch.packed().empty() && !batch.events().empty()) {
+    return absl::InvalidArgumentError(
+        "events: both packed and fixed-layout events in one batch");
+  }
   if (batch.thread_name().size() > kMaxNameBytes) {
     return absl::InvalidArgumentError(
         absl::StrCat("events.thread_name: ", batch.thread_name().size(),
                      " bytes, more than ", kMaxNameBytes));
   }
-  absl::Status status = archive_->AppendEncoded(
-      batch.thread_index(), batch.thread_name(), batch.events());
+  const uint64_t before = archive_->events_written();
+  absl::Status status =
+      batch.packed().empty()
+          ? archive_->AppendEncoded(batch.thread_index(), batch.thread_name(),
+                                    batch.events())
+          : archive_->AppendPacked(batch.thread_index(), batch.thread_name(),
+                                   batch.packed());
   if (!status.ok()) {
     if (status.code() == absl::StatusCode::kInvalidArgument) {
       return absl::InvalidArgumentError(
@@ -536,10 +550,10 @@ absl::Status Collection::Rank::AddEvents(const EventBatch& batch) {
     return status;  // the collector's disk
   }
   last_batch_ = batch.batch();
-  const uint64_t n = batch.events().size() / trace::kEventWireBytes;
+  const uint64_t n = archive_->events_written() - before;
   events_ += n;
   collection_->Update(*this, RankState::kStreaming, "", n,
-                      batch.events().size(), true);
+                      batch.events().size() + batch.packed().size(), true);
   return absl::OkStatus();
 }
 

@@ -27,6 +27,7 @@
 #include "gtest/gtest.h"
 #include "proto/collector.grpc.pb.h"
 #include "trace/otf2_reader.h"
+#include "trace/packed_events.h"
 #include "trace/raw_archive.h"
 #include "trace/synthetic_trace.h"
 
@@ -139,6 +140,14 @@ class CollectorFixture : public ::testing::Test {
     batch->set_thread_index(thread);
     batch->set_thread_name(absl::StrCat("t", thread));
     trace::EncodeEvents(events, batch->mutable_events());
+    return m;
+  }
+
+  // The same batch packed, as processes send it.
+  static ProcessMessage PackedBatch(uint64_t number, uint32_t thread,
+                                    const std::vector<trace::Event>& events) {
+    ProcessMessage m = Batch(number, thread, {});
+    trace::PackEvents(events, m.mutable_events()->mutable_packed());
     return m;
   }
 
@@ -371,6 +380,24 @@ TEST_F(CollectorFixture, MalformedMessagesAreRefusedAndCounted) {
     cut.mutable_events()->mutable_events()->resize(100);
     cases.push_back({"cut record", {cut}, "100 bytes"});
   }
+  {
+    ProcessMessage bad_kind = PackedBatch(1, 0, Enters(1, 3));
+    (*bad_kind.mutable_events()->mutable_packed())[trace::kPackedChunkHeaderBytes] = 9;
+    cases.push_back({"unknown packed event kind", {bad_kind}, "event 0: kind 9"});
+  }
+  {
+    ProcessMessage cut = PackedBatch(1, 0, Enters(1, 3));
+    cut.mutable_events()->mutable_packed()->resize(10);
+    cases.push_back({"cut chunk", {cut}, "chunk of"});
+  }
+  {
+    ProcessMessage both = PackedBatch(1, 0, Enters(1, 3));
+    trace::EncodeEvents(Enters(1, 3), both.mutable_events()->mutable_events());
+    cases.push_back({"packed and fixed", {both}, "both packed and fixed"});
+  }
+  cases.push_back({"packed stamps not rising",
+                   {PackedBatch(1, 0, Enters(10, 3)), PackedBatch(2, 0, Enters(5, 3))},
+                   "stamp 5 is not above the previous stamp 12"});
   cases.push_back({"stamps not rising",
                    {Batch(1, 0, Enters(10, 3)), Batch(2, 0, Enters(5, 3))},
                    "stamp 5 is not above the previous stamp 12"});

@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "collector/wire.h"
 #include "trace/otf2_writer.h"
+#include "trace/packed_events.h"
 #include "trace/raw_archive.h"
 
 namespace clocksync::collector {
@@ -297,7 +298,7 @@ void StreamingSink::ReaderLoop() {
     acked_batch_ = std::max(acked_batch_, reply.ack().batch());
     uint64_t acked_events = 0;
     while (!retained_.empty() && retained_.front().batch <= acked_batch_) {
-      unacked_bytes_ -= retained_.front().events * trace::kEventWireBytes;
+      unacked_bytes_ -= retained_.front().sent_bytes;
       acked_events += retained_.front().events;
       // The batch's buffer is kept for the next batches (reused memory
       // does not fault its pages in again).
@@ -398,12 +399,15 @@ absl::Status StreamingSink::SendBatch(uint32_t thread_index,
         spare_.pop_back();
       }
     }
-    // Same size as before for a full batch: no zero-filling, no new pages.
-    buffer.resize(events.size() * trace::kEventWireBytes);
-    trace::EncodeEventsTo(events, buffer.data());
-    batch->mutable_events()->swap(buffer);
+    // Packed into the sink's scratch, then copied into a reused buffer
+    // (its capacity kept: no allocation, no new pages).
+    if (scratch_ == nullptr) {
+      scratch_ = std::make_unique<char[]>(trace::PackedBound(kBatchEvents));
+    }
+    buffer.assign(scratch_.get(), trace::PackEventsTo(events, scratch_.get()));
+    batch->mutable_packed()->swap(buffer);
   }
-  const uint64_t bytes = batch->events().size();
+  const uint64_t bytes = batch->packed().size();
   std::string lost;
   {
     std::unique_lock<std::mutex> lock(mutex_);
@@ -422,7 +426,7 @@ absl::Status StreamingSink::SendBatch(uint32_t thread_index,
                           " ms");
     } else {
       retained_.push_back(Retained{number, thread_index, thread_name,
-                                   events.size(), std::string()});
+                                   events.size(), bytes, std::string()});
       unacked_bytes_ += bytes;
     }
   }
@@ -433,7 +437,7 @@ absl::Status StreamingSink::SendBatch(uint32_t thread_index,
       // Keep the bytes until the ack, unless it came already.
       if (!retained_.empty() && retained_.back().batch == number) {
         retained_.back().bytes =
-            std::move(*message.mutable_events()->mutable_events());
+            std::move(*message.mutable_events()->mutable_packed());
       }
     }
     if (sent) {
@@ -611,8 +615,10 @@ absl::Status StreamingSink::FallBack(const std::string& reason) {
         acked, " events of rank ", rank_));
   }
   for (const Retained& r : unacked) {
+    if (r.bytes.empty()) continue;  // its Write had not returned: none kept
     std::vector<trace::Event> events;
-    if (absl::Status s = trace::DecodeEvents(r.bytes, &events); !s.ok()) {
+    if (absl::Status s = trace::UnpackChunk(r.bytes, nullptr, &events);
+        !s.ok()) {
       return local_error_ = s;  // cannot happen: we encoded them
     }
     if (absl::Status s = local_->AppendEvents(r.thread_index, r.thread_name,

@@ -174,7 +174,8 @@ class StreamingSink : public trace::TraceSink {
     uint32_t thread_index = 0;
     std::string thread_name;
     uint64_t events = 0;
-    std::string bytes;  // filled once its Write returned
+    uint64_t sent_bytes = 0;  // its packed chunk's size (the window's unit)
+    std::string bytes;  // the chunk, filled once its Write returned
   };
 
   explicit StreamingSink(const StreamingOptions& options);
@@ -210,6 +211,7 @@ class StreamingSink : public trace::TraceSink {
   std::condition_variable changed_;  // acks, the stream's end, stop
   std::deque<Retained> retained_;    // sent, not acknowledged
   std::vector<std::string> spare_;   // buffers of acknowledged batches
+  std::unique_ptr<char[]> scratch_;  // a batch packed (SendBatch's own)
   uint64_t unacked_bytes_ = 0;
   uint64_t acked_batch_ = 0;
   bool finished_ack_ = false;

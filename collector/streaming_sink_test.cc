@@ -263,7 +263,9 @@ class SilentCollector final : public Collector::Service {
     if (!stream->Read(&hello)) return grpc::Status::CANCELLED;
     CollectorMessage welcome;
     welcome.mutable_welcome()->set_rank(3);
-    welcome.mutable_welcome()->set_max_unacked_bytes(kMaxBatchBytes);
+    // The smallest window a sink accepts, which the test's events
+    // (110,000, packed in more than 2 bytes each) overflow.
+    welcome.mutable_welcome()->set_max_unacked_bytes(kSendBatchBytes);
     stream->Write(welcome);
     while (!context->IsCancelled() && !stop) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));

@@ -1,5 +1,5 @@
-// trace/raw_archive.cc: the raw archive's writer and reader, and the 40-byte
-// event layout (raw_archive.h).
+// trace/raw_archive.cc: the raw archive's writer and reader (both versions),
+// and the fixed 40-byte event layout (raw_archive.h).
 
 #include "trace/raw_archive.h"
 
@@ -20,11 +20,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "trace/packed_events.h"
 
 namespace clocksync::trace {
 namespace {
 
-constexpr char kMarker[] = "clocksync-raw 1\n";
+constexpr char kMarker[] = "clocksync-raw 2\n";
+constexpr char kMarkerVersion1[] = "clocksync-raw 1\n";
 constexpr uint8_t kLastEventKind = static_cast<uint8_t>(EventKind::kCollectiveEnd);
 constexpr uint8_t kLastCollectiveKind = static_cast<uint8_t>(CollectiveKind::kOther);
 
@@ -224,6 +226,67 @@ absl::Status ReadEventFile(const std::string& path, std::vector<Event>* events,
   return absl::OkStatus();
 }
 
+// Reads the packed event file at `path` into *events, a piece at a time
+// through a reused buffer (grown only for a chunk larger than it): each
+// whole chunk is checked and unpacked straight into *events, and its first
+// stamp must rise above the previous chunk's last. A cut last chunk (a
+// collector killed mid-write) is dropped with a note.
+absl::Status ReadPackedFile(const std::string& path, std::vector<Event>* events,
+                            std::vector<std::string>* notes) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoStatus(errno, "cannot open", path);
+  struct stat st;
+  if (fstat(fd, &st) == 0 && st.st_size > 0) {
+    // About 5 bytes an event for Enter/Leave; a guess, not a limit.
+    events->reserve(static_cast<size_t>(st.st_size) / 5);
+  }
+  std::string buffer(size_t{1} << 20, '\0');
+  size_t held = 0;      // bytes in the buffer
+  uint64_t offset = 0;  // of the buffer's first byte in the file
+  bool end = false;
+  while (!end) {
+    if (held == buffer.size()) buffer.resize(2 * buffer.size());
+    const ssize_t n = read(fd, buffer.data() + held, buffer.size() - held);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int error = errno;
+      close(fd);
+      return ErrnoStatus(error, "cannot read", path);
+    }
+    held += static_cast<size_t>(n);
+    end = n == 0;
+    absl::string_view rest(buffer.data(), held);
+    while (!rest.empty()) {
+      const size_t before = events->size();
+      PackedChunkInfo info;
+      const absl::Status s = UnpackChunk(rest, &info, events);
+      if (absl::IsOutOfRange(s)) break;  // the rest of the chunk is to come
+      if (!s.ok()) {
+        close(fd);
+        return absl::InvalidArgumentError(absl::StrCat(
+            path, ": chunk at byte ", offset, ": ", s.message()));
+      }
+      if (before > 0 && info.events > 0 &&
+          info.first_stamp <= (*events)[before - 1].stamp) {
+        close(fd);
+        return absl::InvalidArgumentError(absl::StrCat(
+            path, ": event ", before, ": stamp ", info.first_stamp,
+            " is not above the previous stamp ", (*events)[before - 1].stamp));
+      }
+      rest.remove_prefix(info.chunk_bytes);
+      offset += info.chunk_bytes;
+    }
+    if (end && !rest.empty()) {
+      notes->push_back(absl::StrCat(path, " ends in a cut chunk (", rest.size(),
+                                    " bytes dropped)"));
+    }
+    std::memmove(buffer.data(), rest.data(), rest.size());
+    held = rest.size();
+  }
+  close(fd);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 void EncodeEvents(absl::Span<const Event> events, std::string* out) {
@@ -395,61 +458,72 @@ absl::StatusOr<RawArchiveWriter::ThreadFile*> RawArchiveWriter::Thread(
   return &thread;
 }
 
-absl::Status RawArchiveWriter::AppendEncoded(uint32_t thread_index,
-                                             const std::string& thread_name,
-                                             absl::string_view encoded) {
+absl::Status RawArchiveWriter::AppendPacked(uint32_t thread_index,
+                                            const std::string& thread_name,
+                                            absl::string_view chunk) {
   if (!error_.ok()) return error_;
   if (finished_) {
     return absl::FailedPreconditionError(
         absl::StrCat("raw archive ", dir_, ": events after Finish"));
   }
-  if (encoded.size() % kEventWireBytes != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "thread ", thread_index, ": ", encoded.size(),
-        " bytes of events is not a whole number of ", kEventWireBytes,
-        "-byte records"));
+  PackedChunkInfo info;
+  if (absl::Status s = UnpackChunk(chunk, &info, nullptr); !s.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("thread ", thread_index, ": ", s.message()));
   }
-  if (encoded.empty()) return absl::OkStatus();
+  if (info.chunk_bytes != chunk.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "thread ", thread_index, ": ", chunk.size() - info.chunk_bytes,
+        " bytes after the chunk"));
+  }
+  if (info.events == 0) return absl::OkStatus();
   auto existing = threads_.find(thread_index);
-  bool has_last = existing != threads_.end() && existing->second.has_last;
-  uint64_t last = has_last ? existing->second.last_stamp : 0;
-  const size_t n = encoded.size() / kEventWireBytes;
-  for (size_t i = 0; i < n; ++i) {
-    const char* p = encoded.data() + i * kEventWireBytes;
-    if (!RecordOk(p)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "thread ", thread_index, ": event ", i, ": ", CheckRecord(p)));
-    }
-    const uint64_t stamp = Get64(p);
-    if (has_last && stamp <= last) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "thread ", thread_index, ": event ", i, ": stamp ", stamp,
-          " is not above the previous stamp ", last));
-    }
-    has_last = true;
-    last = stamp;
+  if (existing != threads_.end() && existing->second.has_last &&
+      info.first_stamp <= existing->second.last_stamp) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "thread ", thread_index, ": event 0: stamp ", info.first_stamp,
+        " is not above the previous stamp ", existing->second.last_stamp));
   }
   absl::StatusOr<ThreadFile*> thread = Thread(thread_index, thread_name);
   if (!thread.ok()) return thread.status();
   if (absl::Status s =
-          WriteAll((*thread)->fd, encoded.data(), encoded.size(),
+          WriteAll((*thread)->fd, chunk.data(), chunk.size(),
                    absl::StrCat(dir_, "/", EventFileName(thread_index)));
       !s.ok()) {
     return s;
   }
   (*thread)->has_last = true;
-  (*thread)->last_stamp = last;
-  max_stamp_ = std::max(max_stamp_, last);
-  events_written_ += n;
+  (*thread)->last_stamp = info.last_stamp;
+  max_stamp_ = std::max(max_stamp_, info.last_stamp);
+  events_written_ += info.events;
   return absl::OkStatus();
+}
+
+absl::Status RawArchiveWriter::AppendEncoded(uint32_t thread_index,
+                                             const std::string& thread_name,
+                                             absl::string_view encoded) {
+  std::vector<Event> events;
+  if (absl::Status s = DecodeEvents(encoded, &events); !s.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("thread ", thread_index, ": ", s.message()));
+  }
+  for (size_t i = 1; i < events.size(); ++i) {
+    if (events[i].stamp <= events[i - 1].stamp) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "thread ", thread_index, ": event ", i, ": stamp ", events[i].stamp,
+          " is not above the previous stamp ", events[i - 1].stamp));
+    }
+  }
+  return AppendEvents(thread_index, thread_name, events);
 }
 
 absl::Status RawArchiveWriter::AppendEvents(uint32_t thread_index,
                                             const std::string& thread_name,
                                             absl::Span<const Event> events) {
-  std::string encoded;
-  EncodeEvents(events, &encoded);
-  return AppendEncoded(thread_index, thread_name, encoded);
+  if (events.empty()) return absl::OkStatus();
+  packed_.clear();
+  PackEvents(events, &packed_);
+  return AppendPacked(thread_index, thread_name, packed_);
 }
 
 absl::Status RawArchiveWriter::StreamRecords(
@@ -543,6 +617,14 @@ absl::StatusOr<ProcessTrace> ReadRawArchive(const std::string& dir) {
   closedir(d);
   std::sort(indices.begin(), indices.end());
 
+  const std::string marker_path = absl::StrCat(dir, "/", kRawMarkerFileName);
+  absl::StatusOr<std::string> marker = ReadFile(marker_path);
+  if (!marker.ok()) return marker.status();
+  const bool packed = *marker == kMarker;
+  if (!packed && *marker != kMarkerVersion1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        marker_path, ": not a raw archive marker of version 1 or 2"));
+  }
   uint64_t events = 0;
   for (uint32_t index : indices) {
     const std::string path = absl::StrCat(dir, "/", EventFileName(index));
@@ -551,6 +633,16 @@ absl::StatusOr<ProcessTrace> ReadRawArchive(const std::string& dir) {
     auto name = names.find(index);
     thread.name = name != names.end() ? name->second
                                       : absl::StrCat("thread ", index);
+    if (packed) {
+      // Stamps rise within a chunk (UnpackChunk) and across (the reader).
+      if (absl::Status s = ReadPackedFile(path, &thread.events, &notes);
+          !s.ok()) {
+        return s;
+      }
+      events += thread.events.size();
+      trace.threads.push_back(std::move(thread));
+      continue;
+    }
     if (absl::Status s = ReadEventFile(path, &thread.events, &notes); !s.ok()) {
       return s;
     }

@@ -6,15 +6,18 @@
 // like an OTF2 archive (ReadProcessTrace dispatches here), so every
 // correction stays available afterwards.
 //
-//   <dir>/clocksync.raw               marker: "clocksync-raw 1"
+//   <dir>/clocksync.raw               marker: "clocksync-raw 2"
 //   <dir>/clocksync.sidecar           the sidecar (trace/sidecar.h), as in an
 //                                     OTF2 archive; its end line (Finish)
 //                                     says the archive is complete
-//   <dir>/events.<thread_index>.raw   the thread's events, 40-byte records
-//                                     in the wire layout below, appended
+//   <dir>/events.<thread_index>.raw   the thread's events: packed chunks
+//                                     (trace/packed_events.h), appended as
+//                                     they arrived
 //
-// Event layout (kEventWireBytes = 40, little-endian, the same on the wire
-// to the collector, proto/collector.proto):
+// Version 1 archives (marker "clocksync-raw 1") hold 40-byte records in
+// the fixed layout below instead; they are still read. The fixed layout
+// (kEventWireBytes = 40, little-endian) is also what processes of
+// version 1 stream (proto/collector.proto, EventBatch.events):
 //   0  stamp u64   8  bytes u64   16 region u32   20 peer i32
 //   24 tag u32     28 comm u32    32 kind u8      33 collective u8
 //   34..39 zero (ignored on reading)
@@ -74,11 +77,16 @@ class RawArchiveWriter : public TraceSink {
   absl::Status AppendEvents(uint32_t thread_index,
                             const std::string& thread_name,
                             absl::Span<const Event> events) override;
-  // The same for events already in the layout above (as they come over
-  // the wire): checked as DecodeEvents does and for rising stamps, then
-  // written as they are, without a copy. Nothing is written when a record
-  // is refused (InvalidArgument naming it; not sticky, the archive is
+  // The same for one packed chunk (as it comes over the wire): checked as
+  // UnpackChunk does and for stamps above the thread's last, then written
+  // as it is, without a copy. Nothing is written when the chunk is refused
+  // (InvalidArgument naming the event; not sticky, the archive is
   // unharmed).
+  absl::Status AppendPacked(uint32_t thread_index,
+                            const std::string& thread_name,
+                            absl::string_view chunk);
+  // The same for events in the fixed 40-byte layout (a version 1 process),
+  // checked as DecodeEvents does, then packed.
   absl::Status AppendEncoded(uint32_t thread_index,
                              const std::string& thread_name,
                              absl::string_view encoded);
@@ -120,12 +128,13 @@ class RawArchiveWriter : public TraceSink {
   sidecar::StreamedRecords streamed_;
   uint64_t events_written_ = 0;
   uint64_t max_stamp_ = 0;
+  std::string packed_;  // AppendEvents' chunk (reused)
   absl::Status error_;  // the first I/O error; sticky
   bool finished_ = false;
 };
 
-// Reads a raw archive. An event file whose size is not a multiple of 40
-// (a cut last record), a sidecar without its end line, or fewer events
+// Reads a raw archive (either version). An event file that ends in a cut
+// chunk (version 1: a size not a multiple of 40), a sidecar without its end line, or fewer events
 // than the end line counts make the trace `truncated` (with a note), not
 // an error. Errors name the file: NotFound (the directory or the sidecar),
 // InvalidArgument (a malformed sidecar line, an unknown event kind, stamps

@@ -1,6 +1,7 @@
-// Reading raw archives: events come back as written across the reader's
-// chunks, a cut last record is dropped with a note, and an unknown kind is
-// an error naming the file and the event.
+// Reading raw archives of both versions: events come back as written
+// across the reader's pieces, a cut last record (version 1) or chunk
+// (version 2) is dropped with a note, and an unknown kind is an error
+// naming the file and the event.
 
 #include "trace/raw_archive.h"
 
@@ -53,6 +54,60 @@ std::string WriteArchive(const std::string& name) {
   return dir;
 }
 
+// The same archive as a version 1 collector left it: its marker and the
+// events in the fixed 40-byte layout (the sidecar is the same).
+std::string WriteVersion1Archive(const std::string& name) {
+  const std::string dir = WriteArchive(name);
+  std::ofstream(dir + "/clocksync.raw", std::ios::trunc) << "clocksync-raw 1\n";
+  for (const auto& [file, events] :
+       {std::pair<std::string, std::vector<Event>>{"events.0.raw", Events(40000, 7)},
+        {"events.1.raw", Events(3, 9)}}) {
+    std::string fixed;
+    EncodeEvents(events, &fixed);
+    std::ofstream(dir + "/" + file, std::ios::trunc | std::ios::binary) << fixed;
+  }
+  return dir;
+}
+
+TEST(RawArchiveRead, Version1EventsComeBackAsWritten) {
+  const std::string dir = WriteVersion1Archive("as_written_v1");
+  absl::StatusOr<ProcessTrace> trace = ReadRawArchive(dir);
+  ASSERT_TRUE(trace.ok()) << trace.status();
+  ASSERT_EQ(trace->threads.size(), 2u);
+  EXPECT_EQ(trace->threads[0].events, Events(40000, 7));
+  EXPECT_EQ(trace->threads[1].events, Events(3, 9));
+  EXPECT_FALSE(trace->truncated);
+}
+
+TEST(RawArchiveRead, ACutLastChunkIsDroppedWithANote) {
+  const std::string dir = WriteArchive("cut_chunk");
+  std::ofstream(dir + "/events.0.raw", std::ios::app | std::ios::binary)
+      << std::string(17, '\x01');
+  absl::StatusOr<ProcessTrace> trace = ReadRawArchive(dir);
+  ASSERT_TRUE(trace.ok()) << trace.status();
+  EXPECT_EQ(trace->threads[0].events, Events(40000, 7));
+  EXPECT_TRUE(trace->truncated);
+  EXPECT_NE(trace->truncation_note.find("events.0.raw ends in a cut chunk (17 bytes dropped)"),
+            std::string::npos)
+      << trace->truncation_note;
+}
+
+TEST(RawArchiveRead, AnUnknownPackedKindIsAnErrorNamingTheFileAndEvent) {
+  const std::string dir = WriteArchive("bad_packed_kind");
+  {
+    std::fstream f(dir + "/events.0.raw", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(8);  // the first record's head byte
+    f.put(static_cast<char>(15));
+  }
+  absl::StatusOr<ProcessTrace> trace = ReadRawArchive(dir);
+  ASSERT_FALSE(trace.ok());
+  EXPECT_EQ(trace.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(trace.status().message().find(
+                "events.0.raw: chunk at byte 0: event 0: kind 15 is not an event kind"),
+            std::string::npos)
+      << trace.status();
+}
+
 TEST(RawArchiveRead, EventsComeBackAsWritten) {
   const std::string dir = WriteArchive("as_written");
   absl::StatusOr<ProcessTrace> trace = ReadRawArchive(dir);
@@ -65,7 +120,7 @@ TEST(RawArchiveRead, EventsComeBackAsWritten) {
 }
 
 TEST(RawArchiveRead, ACutLastRecordIsDroppedWithANote) {
-  const std::string dir = WriteArchive("cut");
+  const std::string dir = WriteVersion1Archive("cut");
   std::ofstream(dir + "/events.0.raw", std::ios::app | std::ios::binary)
       << std::string(17, '\0');
   absl::StatusOr<ProcessTrace> trace = ReadRawArchive(dir);
@@ -78,7 +133,7 @@ TEST(RawArchiveRead, ACutLastRecordIsDroppedWithANote) {
 }
 
 TEST(RawArchiveRead, AnUnknownKindIsAnErrorNamingTheFileAndEvent) {
-  const std::string dir = WriteArchive("bad_kind");
+  const std::string dir = WriteVersion1Archive("bad_kind");
   {
     std::fstream f(dir + "/events.0.raw", std::ios::in | std::ios::out | std::ios::binary);
     f.seekp(33333 * kEventWireBytes + 32);
