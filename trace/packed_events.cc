@@ -2,6 +2,7 @@
 
 #include "trace/packed_events.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -120,7 +121,10 @@ absl::Status UnpackChunk(absl::string_view data, PackedChunkInfo* info,
   const char* p = data.data() + kPackedChunkHeaderBytes;
   const char* const end = p + payload;
   const size_t first_out = out != nullptr ? out->size() : 0;
-  if (out != nullptr) out->reserve(first_out + count);
+  // Geometric growth: a reader appends chunk after chunk to one vector.
+  if (out != nullptr && out->capacity() < first_out + count) {
+    out->reserve(std::max(first_out + count, 2 * out->capacity()));
+  }
   uint64_t stamp = 0;
   uint64_t first_stamp = 0;
   for (uint32_t i = 0; i < count; ++i) {

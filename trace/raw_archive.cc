@@ -520,10 +520,20 @@ absl::Status RawArchiveWriter::AppendEncoded(uint32_t thread_index,
 absl::Status RawArchiveWriter::AppendEvents(uint32_t thread_index,
                                             const std::string& thread_name,
                                             absl::Span<const Event> events) {
-  if (events.empty()) return absl::OkStatus();
-  packed_.clear();
-  PackEvents(events, &packed_);
-  return AppendPacked(thread_index, thread_name, packed_);
+  // Chunks of at most 2^20 events: a few MiB each, whatever the caller
+  // hands over (a chunk's sizes are 32-bit).
+  constexpr size_t kChunkEvents = size_t{1} << 20;
+  while (!events.empty()) {
+    const size_t n = std::min(events.size(), kChunkEvents);
+    packed_.clear();
+    PackEvents(events.first(n), &packed_);
+    if (absl::Status s = AppendPacked(thread_index, thread_name, packed_);
+        !s.ok()) {
+      return s;
+    }
+    events.remove_prefix(n);
+  }
+  return absl::OkStatus();
 }
 
 absl::Status RawArchiveWriter::StreamRecords(
