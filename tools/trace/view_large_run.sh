@@ -59,7 +59,7 @@ html_s=$(grep -o "run.html ([0-9]* bytes in [0-9.]* s" "$WORK/cached.err" | grep
 "$TOOL" view --index_dir="$WORK/idx" --serve=127.0.0.1:0 "${ARCHIVES[@]}" 2> "$WORK/serve.err" &
 server=$!
 trap 'kill "$server" 2> /dev/null || true' EXIT
-for _ in $(seq 600); do
+for _ in $(seq 2400); do  # reading 100 M events takes minutes
   grep -q "serving http" "$WORK/serve.err" && break
   sleep 0.5
 done
