@@ -37,11 +37,12 @@ declare -A package=(
   [http_request_fuzzer]=metrics
   [sidecar_fuzzer]=trace
   [event_file_fuzzer]=trace
+  [packed_chunk_fuzzer]=trace
   [postmortem_csv_fuzzer]=tools/postmortem
   [replay_fuzzer]=tools/replay
 )
 ((${#names[@]})) || names=(packet_fuzzer segment_fuzzer config_fuzzer request_validation_fuzzer
-                           http_request_fuzzer sidecar_fuzzer event_file_fuzzer
+                           http_request_fuzzer sidecar_fuzzer event_file_fuzzer packed_chunk_fuzzer
                            postmortem_csv_fuzzer replay_fuzzer)
 targets=()
 for n in "${names[@]}"; do
