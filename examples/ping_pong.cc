@@ -315,6 +315,9 @@ int main(int argc, char** argv) {
       "traced ring and star message exchange between forked processes; "
       "see examples/ping_pong.cc");
   absl::ParseCommandLine(argc, argv);
+  // A peer that dies must read as "a peer went away" (EPIPE), not kill the
+  // rank that writes to it next with SIGPIPE.
+  signal(SIGPIPE, SIG_IGN);
   const int ranks = absl::GetFlag(FLAGS_ranks);
   if (ranks < 1 || ranks > 64) {
     std::fprintf(stderr, "ping_pong: --ranks must be 1..64, got %d\n", ranks);

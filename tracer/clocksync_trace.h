@@ -87,7 +87,8 @@ typedef struct cs_trace_options {
   const char* truth_master_shm;
   /* Most exchanges per sync session (default 100). */
   int32_t sync_max_messages;
-  /* Complete the archive on SIGSEGV, SIGABRT, SIGINT, SIGTERM (default 1). */
+  /* Complete the archive on SIGSEGV, SIGABRT, SIGPIPE, SIGINT, SIGTERM
+     (default 1). */
   int32_t install_signal_handlers;
   /* Longest sync session, ns (default 1 s). */
   int64_t sync_max_duration_ns;

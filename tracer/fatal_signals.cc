@@ -20,6 +20,10 @@ namespace {
 // Signals the tracer completes the archive on. Synchronous ones are handled
 // in the handler; asynchronous ones (SIGINT, SIGTERM) by the service thread.
 constexpr int kSyncSignals[] = {SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL};
+// Synchronous too, but only at its default action (death): a write to a
+// socket or pipe whose reader is gone. A program that ignores or handles
+// SIGPIPE keeps doing so.
+constexpr int kSyncSignalsIfDefault[] = {SIGPIPE};
 constexpr int kAsyncSignals[] = {SIGINT, SIGTERM};
 
 // Who completes the archive: 0 nobody yet; 1 someone is (a fatal-signal
@@ -122,6 +126,9 @@ void Install(int signo, void (*handler)(int, siginfo_t*, void*),
 void InstallSignalHandlers(CompleteFromSignalFn complete) {
   g_complete.store(complete, std::memory_order_release);
   for (int signo : kSyncSignals) Install(signo, FatalSignalHandler, false);
+  for (int signo : kSyncSignalsIfDefault) {
+    Install(signo, FatalSignalHandler, true);
+  }
   for (int signo : kAsyncSignals) Install(signo, AsyncSignalHandler, true);
 }
 

@@ -1,6 +1,7 @@
 // tracer/fatal_signals.h: completing the archive when the process is about
 // to die of a signal. Synchronous fatal signals (SIGSEGV, SIGABRT, SIGBUS,
-// SIGFPE, SIGILL) complete it in their handler, on the thread's alternate
+// SIGFPE, SIGILL, and SIGPIPE while at its default action) complete it in
+// their handler, on the thread's alternate
 // stack; SIGINT and SIGTERM (only when the program has no handler of its
 // own) hand it to the tracer's service thread, which completes it with
 // normal locks and raises the signal again. Exactly one party completes

@@ -63,8 +63,8 @@
 // and with truth_master_shm it records the ground truth.
 //
 // Fail-safe: unless install_signal_handlers is false, SIGSEGV and SIGABRT
-// (and SIGINT and SIGTERM when the program has no handler of its own for
-// them) complete the archive before the process dies: every buffer is
+// (and SIGPIPE, SIGINT and SIGTERM when the program has no handler of its
+// own for them) complete the archive before the process dies: every buffer is
 // flushed and the archive finished once, then the signal's previous action
 // runs. SIGSEGV/SIGABRT do it in the handler, on an alternate signal stack
 // (sigaltstack, 256 KiB per recording thread that has none); SIGINT/SIGTERM

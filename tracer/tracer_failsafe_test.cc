@@ -1,5 +1,5 @@
 // tracer/tracer_failsafe_test.cc: a traced child process that dies (SIGSEGV,
-// SIGABRT, SIGTERM, SIGINT), that exits without calling Finalize, or whose
+// SIGABRT, SIGPIPE, SIGTERM, SIGINT), that exits without calling Finalize, or whose
 // disk fills up, leaves a readable trace (or a clear error), never a hang;
 // one killed outright (SIGKILL) leaves a trace the reader recovers.
 //
@@ -140,6 +140,14 @@ int RunChild(const std::string& mode, const std::string& dir) {
     *static_cast<volatile int*>(page) = 1;
   } else if (mode == "abort") {
     abort();
+  } else if (mode == "pipe") {
+    // A write to a pipe whose reader is gone, as to a peer that died.
+    int fds[2];
+    if (pipe(fds) != 0) Die("pipe");
+    close(fds[0]);
+    const char byte = 0;
+    [[maybe_unused]] const ssize_t n = write(fds[1], &byte, 1);
+    Die("alive after writing to a closed pipe");
   } else if (mode == "term") {
     raise(SIGTERM);
   } else if (mode == "int") {
@@ -235,6 +243,7 @@ INSTANTIATE_TEST_SUITE_P(
     Modes, FailSafeTest,
     ::testing::Values(std::make_pair("segv", SIGSEGV),
                       std::make_pair("abort", SIGABRT),
+                      std::make_pair("pipe", SIGPIPE),
                       std::make_pair("term", SIGTERM),
                       std::make_pair("int", SIGINT),
                       std::make_pair("exit", 0)),
