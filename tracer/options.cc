@@ -71,8 +71,8 @@ constexpr EnvVariable kEnvVariables[] = {
      kMinBufferEvents, kMaxBufferEvents},
     {"CLOCKSYNC_TRACE_SIGNALS", "1",
      "1: complete the archive on SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL, "
-     "and on SIGINT, SIGTERM without a handler of the program's; 0: no "
-     "handlers",
+     "and on SIGPIPE, SIGINT, SIGTERM without a handler of the program's; "
+     "0: no handlers",
      nullptr,
      [](TracerOptions* o, int64_t v) { o->install_signal_handlers = v != 0; },
      0, 1},
