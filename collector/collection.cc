@@ -12,6 +12,17 @@
 #include "collector/contact.h"
 
 namespace clocksync::collector {
+namespace {
+
+// FailedPrecondition when `hello` speaks another protocol version.
+absl::Status CheckProtocolVersion(const Hello& hello) {
+  if (hello.protocol_version() == kProtocolVersion) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      absl::StrCat("hello.protocol_version: ", hello.protocol_version(),
+                   " (this collector speaks ", kProtocolVersion, ")"));
+}
+
+}  // namespace
 
 absl::string_view RankStateName(RankState state) {
   switch (state) {
@@ -41,10 +52,8 @@ absl::StatusOr<Collection::Rank*> Collection::Join(const Hello& hello) {
     ++stats_.refused_hello;
     return status;
   };
-  if (hello.protocol_version() != kProtocolVersion) {
-    return refuse(absl::FailedPreconditionError(absl::StrCat(
-        "hello.protocol_version: ", hello.protocol_version(),
-        " (this collector speaks ", kProtocolVersion, ")")));
+  if (absl::Status s = CheckProtocolVersion(hello); !s.ok()) {
+    return refuse(s);
   }
   int32_t rank = hello.requested_rank();
   const uint32_t phase = hello.phase();
@@ -125,6 +134,20 @@ std::string Collection::AttachKey(int32_t rank) const {
   return RankAttachKey(options_.token, rank);
 }
 
+absl::Status Collection::CheckGroupTokenLocked(absl::string_view field,
+                                               absl::string_view token,
+                                               int32_t parent,
+                                               uint32_t group) {
+  if (parent >= 0 &&
+      TokensEqual(token, AttachGroupToken(AttachKey(parent), group))) {
+    return absl::OkStatus();
+  }
+  ++stats_.refused_token;
+  return absl::PermissionDeniedError(
+      absl::StrCat(field, ": not the token of attach group ",
+                   AttachGroupName(parent, group)));
+}
+
 int32_t Collection::ranks_in_run() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return next_rank_;
@@ -137,21 +160,17 @@ absl::StatusOr<Collection::Rank*> Collection::JoinChild(
   const int32_t parent = hello.attach().parent_rank();
   const uint32_t group_id = hello.attach().group();
   const std::string name = AttachGroupName(parent, group_id);
-  if (parent < 0 ||
-      !TokensEqual(hello.token(),
-                   AttachGroupToken(AttachKey(parent), group_id))) {
-    ++stats_.refused_token;
-    return absl::PermissionDeniedError(absl::StrCat(
-        "hello.token: not the token of attach group ", name));
+  if (absl::Status s =
+          CheckGroupTokenLocked("hello.token", hello.token(), parent, group_id);
+      !s.ok()) {
+    return s;
   }
   auto refuse = [&](absl::Status status) {
     ++stats_.refused_hello;
     return status;
   };
-  if (hello.protocol_version() != kProtocolVersion) {
-    return refuse(absl::FailedPreconditionError(absl::StrCat(
-        "hello.protocol_version: ", hello.protocol_version(),
-        " (this collector speaks ", kProtocolVersion, ")")));
+  if (absl::Status s = CheckProtocolVersion(hello); !s.ok()) {
+    return refuse(s);
   }
   absl::StatusOr<trace::ProcessInfo> info = FromProto(hello.process(), 0);
   if (!info.ok()) return refuse(info.status());
@@ -291,13 +310,11 @@ absl::StatusOr<AttachedGroup> Collection::Attach(
   const int32_t parent = request.group().parent_rank();
   const uint32_t group_id = request.group().group();
   const std::string name = AttachGroupName(parent, group_id);
-  if (parent < 0 ||
-      !TokensEqual(request.token(),
-                   AttachGroupToken(AttachKey(parent), group_id))) {
-    ++stats_.refused_token;
+  if (absl::Status s = CheckGroupTokenLocked("attach.token", request.token(),
+                                             parent, group_id);
+      !s.ok()) {
     ++stats_.attach_failures;
-    return absl::PermissionDeniedError(
-        absl::StrCat("attach.token: not the token of attach group ", name));
+    return s;
   }
   auto refuse = [&](absl::Status status) {
     ++stats_.attach_failures;

@@ -221,6 +221,12 @@ class Collection {
   void Update(const Rank& rank, RankState state, absl::string_view note,
               uint64_t new_events, uint64_t new_bytes, bool new_batch);
   bool AllDoneLocked() const;
+  // PermissionDenied (counted in refused_token) unless `token` is attach
+  // group (`parent`, `group`)'s and `parent` a rank; `field` names the
+  // request's token field in the message (JoinChild's and Attach's check).
+  absl::Status CheckGroupTokenLocked(absl::string_view field,
+                                     absl::string_view token, int32_t parent,
+                                     uint32_t group);
   // The phase checks of a Hello with phase > 0 for `rank`.
   absl::Status CheckPhaseLocked(int32_t rank, uint32_t phase) const;
   // The raw archive and status of `rank`'s `phase` (info.rank set).
