@@ -39,6 +39,24 @@ constexpr int64_t kLongReferenceFactor = 2;
 // window either leans on is at least this many long references.
 constexpr int64_t kLongPairWindows = 2;
 
+// The home window: W* = kHomeScale × (spread / (rate × wander))^0.4 s,
+// spread the median round trip's excess over the minimum (ns), rate in
+// samples per second, wander in ppb/√s: where the wander's error over the
+// window (∝ W^1.5) meets the delay noise's (∝ spread / (rate W)).
+constexpr double kHomeScale = 2.4;
+constexpr double kHomeExponent = 0.4;
+constexpr int kHomeMinRoundTrips = 16;
+// The clock counts as linear (home = the longest window) when some level's
+// measured wander, over at least kWanderMinDifferences effective drift
+// differences, is below this fraction of the configured allowance.
+constexpr double kNegligibleWanderFraction = 0.1;
+constexpr double kWanderMinDifferences = 2;
+// Each new drift difference of a level weighs this much more than the last.
+constexpr double kWanderDecay = 0.95;
+// A level's drift is sampled only while its samples span this fraction of
+// its window.
+constexpr double kWanderFullWindow = 0.9;
+
 }  // namespace
 
 AdaptiveWindowEstimator::AdaptiveWindowEstimator(const AdaptiveConfig& config)
@@ -197,14 +215,22 @@ void AdaptiveWindowEstimator::Select(const std::array<TimeEstimate, kMaxLevels>&
   }
   // A candidate is eligible when its levels are (a mean: both).
   auto candidate_eligible = [&](int c) { return eligible[(c + 1) / 2]; };
+  int home = home_;
+  while (home > 0 && !candidate_eligible(home)) --home;
+  // A candidate other than home answers only while it is significantly
+  // better than home.
+  auto beats_home = [&](int c) {
+    return c == home || PairedUpperBound(c, home) < 0;
+  };
   int incumbent = candidate_;
   while (incumbent > 0 && !candidate_eligible(incumbent)) --incumbent;
+  if (!beats_home(incumbent)) incumbent = home;
   // Move to the candidate that beats the incumbent by the widest
   // significant margin, if any.
   int best = incumbent;
   double best_bound = 0;
   for (int c = 0; c < candidates_ && candidate_eligible(c); ++c) {
-    if (c == incumbent) continue;
+    if (c == incumbent || !beats_home(c)) continue;
     const double bound = PairedUpperBound(c, incumbent);
     if (bound < best_bound) {
       best = c;
@@ -213,6 +239,68 @@ void AdaptiveWindowEstimator::Select(const std::array<TimeEstimate, kMaxLevels>&
   }
   candidate_ = best;
   selected_ = (best + 1) / 2;
+}
+
+void AdaptiveWindowEstimator::RecordDrifts(
+    const std::array<TimeEstimate, kMaxLevels>& now, int64_t x) {
+  for (size_t k = 0; k < levels_.size(); ++k) {
+    // Only full windows: a young one's slope rests on a few samples.
+    if (now[k].state == SyncState::kUnsynced ||
+        static_cast<double>(levels_[k]->window_span_ns()) <
+            kWanderFullWindow *
+                static_cast<double>(levels_[k]->config().window_ns)) {
+      continue;
+    }
+    if (!have_drift_[k]) {
+      have_drift_[k] = true;
+      drift_x_[k] = x;
+      drift_ppb_[k] = now[k].drift_ppb;
+      continue;
+    }
+    const int64_t elapsed = x - drift_x_[k];
+    if (elapsed < levels_[k]->config().window_ns) continue;
+    const double change = now[k].drift_ppb - drift_ppb_[k];
+    wander_sum_[k] = wander_sum_[k] * kWanderDecay +
+                     change * change / (static_cast<double>(elapsed) * 1e-9);
+    wander_weight_[k] = wander_weight_[k] * kWanderDecay + 1;
+    drift_x_[k] = x;
+    drift_ppb_[k] = now[k].drift_ppb;
+  }
+}
+
+bool AdaptiveWindowEstimator::WanderNegligible() const {
+  const double limit =
+      kNegligibleWanderFraction * config_.base.wander_ppb_per_sqrt_s;
+  for (size_t k = 0; k < levels_.size(); ++k) {
+    if (wander_weight_[k] < kWanderMinDifferences) continue;
+    if (wander_sum_[k] / wander_weight_[k] < limit * limit) return true;
+  }
+  return false;
+}
+
+int AdaptiveWindowEstimator::HomeCandidate() const {
+  if (config_.base.wander_ppb_per_sqrt_s <= 0 || WanderNegligible()) return 0;
+  const int n = round_trips_count_;
+  if (n < kHomeMinRoundTrips) return 0;
+  const int size = static_cast<int>(round_trips_.size());
+  std::array<double, 127> sorted = round_trips_;
+  std::nth_element(sorted.begin(), sorted.begin() + n / 2, sorted.begin() + n);
+  const double median = sorted[n / 2];
+  const double minimum = *std::min_element(sorted.begin(), sorted.begin() + n);
+  const int newest = (round_trips_next_ + size - 1) % size;
+  const int oldest = n < size ? 0 : round_trips_next_;
+  const double span_s =
+      static_cast<double>(round_trip_x_[newest] - round_trip_x_[oldest]) * 1e-9;
+  if (span_s <= 0) return 0;
+  const double rate = (n - 1) / span_s;
+  const double spread = std::max(median - minimum, 1.0);
+  const double home_s =
+      kHomeScale * std::pow(spread / (rate * config_.base.wander_ppb_per_sqrt_s),
+                            kHomeExponent);
+  const double longest_s =
+      static_cast<double>(levels_[0]->config().window_ns) * 1e-9;
+  const int c = static_cast<int>(std::lround(2 * std::log2(longest_s / home_s)));
+  return std::clamp(c, 0, candidates_ - 1);
 }
 
 void AdaptiveWindowEstimator::RecordRanges() {
@@ -245,6 +333,14 @@ AddResult AdaptiveWindowEstimator::Add(const ProbeSample& s) {
       static_cast<__int128>(s.t2_ns) - s.t1_ns + s.parent_bound_ns;
   const __int128 response_offset =
       static_cast<__int128>(s.t3_ns) - s.t4_ns - s.parent_bound_ns;
+  {
+    const int size = static_cast<int>(round_trips_.size());
+    round_trips_[round_trips_next_] = static_cast<double>(
+        (s.t4_ns - s.t1_ns) - (s.t3_ns - s.t2_ns));
+    round_trip_x_[round_trips_next_] = s.t4_ns;
+    round_trips_next_ = (round_trips_next_ + 1) % size;
+    round_trips_count_ = std::min(round_trips_count_ + 1, size);
+  }
   if (!have_anchor_) {
     have_anchor_ = true;
     anchor_y_ = static_cast<int64_t>(request_offset);
@@ -255,8 +351,9 @@ AddResult AdaptiveWindowEstimator::Add(const ProbeSample& s) {
   }
   if (cut) {
     // A step or a bend beyond the windows: predictions from before it
-    // cannot be checked against samples after it.
+    // cannot be checked against samples after it, nor drifts compared.
     pending_.clear();
+    have_drift_.fill(false);
   } else {
     UpdateCheckpoints(s, static_cast<int64_t>(request_offset - anchor_y_),
                       static_cast<int64_t>(response_offset - anchor_y_));
@@ -284,6 +381,8 @@ AddResult AdaptiveWindowEstimator::Add(const ProbeSample& s) {
     pending_.push_back(c);
     next_checkpoint_x_ = x + reference_ns_ / 2;
     RecordRanges();
+    RecordDrifts(now, x);
+    home_ = HomeCandidate();
   }
   return result;
 }

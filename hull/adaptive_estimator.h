@@ -42,6 +42,21 @@
 //    span less than half of what its window could hold by now (after an
 //    outage the short windows restart from a few samples).
 //
+// 5. Home. Before any evidence, and whenever it is not significant, the
+//    answer comes from a home candidate: the window where the error the
+//    configured wander allowance σ (ppb/√s) predicts over a window W
+//    (∝ σ W^1.5) meets the delay noise's (∝ spread / (rate W)),
+//      W* = 2.4 s × (spread / (rate σ))^0.4,
+//    spread the median round trip's excess over the minimum (ns) and rate
+//    the samples per second, both over the last 127 samples; the home is
+//    the candidate nearest W* in log2. Any other candidate answers only
+//    while it is significantly better than the home (step 3's test, against
+//    the home) as well as than the incumbent. The allowance is an upper
+//    bound of the wander; when the clock wanders far less (every level's
+//    drift, sampled a window apart on full windows, changes by less than
+//    0.1 σ √T over at least 2 such differences: a linear clock at this
+//    noise level), the home is the longest window.
+//
 // The answering level's bound is its own (each level's bound is valid
 // alone), and its estimate lies inside it.
 //
@@ -106,8 +121,9 @@ class AdaptiveWindowEstimator final : public Estimator {
   // Candidates: 2k is level k's estimate, 2k + 1 the mean of levels k and
   // k + 1 (a window between the two).
   static constexpr int kMaxCandidates = 2 * kMaxLevels - 1;
-  // The candidate answering now.
+  // The candidate answering now, and the home candidate.
   int selected_candidate() const { return candidate_; }
+  int home_candidate() const { return home_; }
 
  private:
   // Level estimates recorded at one instant, and the reference the samples
@@ -145,6 +161,14 @@ class AdaptiveWindowEstimator final : public Estimator {
   void Select(const std::array<TimeEstimate, kMaxLevels>& now, int64_t x);
   // Adds the current ranges to the rings and updates their medians.
   void RecordRanges();
+  // The home candidate: the window the delay spread and the configured
+  // wander allowance call for (see the header).
+  int HomeCandidate() const;
+  // Samples each level's drift a window apart (see drift_x_).
+  void RecordDrifts(const std::array<TimeEstimate, kMaxLevels>& now, int64_t x);
+  // True when the drifts show the clock wandering far less than the
+  // configured allowance (a linear clock at this noise level).
+  bool WanderNegligible() const;
 
   AdaptiveConfig config_;
   std::vector<std::unique_ptr<TwoHullEstimator>> levels_;
@@ -182,6 +206,21 @@ class AdaptiveWindowEstimator final : public Estimator {
   std::array<double, kMaxLevels> current_range_{};  // At the newest sample.
   uint64_t checkpoints_scored_ = 0;
   uint64_t checkpoints_impure_ = 0;
+  // The last round trips (ring), for the home candidate.
+  std::array<double, 127> round_trips_{};
+  int round_trips_count_ = 0;
+  int round_trips_next_ = 0;
+  std::array<int64_t, 127> round_trip_x_{};  // Their t4.
+  // Measured wander: each level's drift is sampled a window apart (two
+  // disjoint sets of samples); Σ w (Δβ)² / T over those differences
+  // (ppb²/s), and Σ w. An upper bound of the clock's wander (the drifts'
+  // own noise only adds to it).
+  std::array<int64_t, kMaxLevels> drift_x_{};
+  std::array<double, kMaxLevels> drift_ppb_{};
+  std::array<bool, kMaxLevels> have_drift_{};
+  std::array<double, kMaxLevels> wander_sum_{};
+  std::array<double, kMaxLevels> wander_weight_{};
+  int home_ = 0;       // The home candidate.
   int selected_ = 0;   // The level whose bound answers.
   int candidate_ = 0;  // The candidate whose estimate answers.
   int candidates_ = 1;
