@@ -23,28 +23,15 @@ root="${TEST_SRCDIR}/${TEST_WORKSPACE}"
 collector="$root/tools/collector/clocksync-collector"
 tree="$root/examples/attach_tree"
 trace_tool="$root/tools/trace/clocksync-trace"
-ctl="$root/tools/clocksyncctl/clocksyncctl"
 work="$TEST_TMPDIR/attach"
 rm -rf "$work"
 mkdir -p "$work/local"
 port=$((37000 + RANDOM % 2000))
-fail() { echo "FAIL: $*" >&2; exit 1; }
-
-pids=()
-stop_all() {
-  for pid in "${pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
-  if [[ -f "$work/cluster/pids" ]]; then
-    while read -r _ pid; do kill -TERM "$pid" 2>/dev/null || true; done <"$work/cluster/pids"
-    while read -r _ pid; do wait "$pid" 2>/dev/null || true; done <"$work/cluster/pids"
-  fi
-}
-trap stop_all EXIT
+source "$root/tests/lib/daemons.sh"
 
 echo "== a master and a node on a modeled clock"
-"$root/deploy/local_cluster.sh" --no_build --bin_dir="$root" --work_dir="$work/cluster" \
-  --detach --base_port="$port" --static --nodes=2
-"$ctl" --target="127.0.0.1:$((port + 101))" wait --max_error_ns=100000 \
-  --wait_timeout=60s >/dev/null || fail "node n1 did not synchronize"
+start_cluster "$port" 2
+wait_synced "$port" 1
 
 export CLOCKSYNC_TRACE_DIR="$work/local" CLOCKSYNC_MASTER_PROBE="127.0.0.1:$port"
 export CLOCKSYNC_TRUTH_MASTER_SHM="$work/cluster/master.shm"

@@ -24,31 +24,17 @@ root="${TEST_SRCDIR}/${TEST_WORKSPACE}"
 collector="$root/tools/collector/clocksync-collector"
 ping_pong="$root/examples/ping_pong"
 trace_tool="$root/tools/trace/clocksync-trace"
-ctl="$root/tools/clocksyncctl/clocksyncctl"
 work="$TEST_TMPDIR/collector"
 rm -rf "$work"
 mkdir -p "$work"
 port=$((33000 + RANDOM % 2000))
-
-fail() { echo "FAIL: $*" >&2; exit 1; }
-
-pids=()
-stop_all() {
-  for pid in "${pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
-  if [[ -f "$work/cluster/pids" ]]; then
-    while read -r _ pid; do kill -TERM "$pid" 2>/dev/null || true; done <"$work/cluster/pids"
-    while read -r _ pid; do wait "$pid" 2>/dev/null || true; done <"$work/cluster/pids"
-  fi
-}
-trap stop_all EXIT
+source "$root/tests/lib/daemons.sh"
 
 echo "== a master and 4 daemons on modeled clocks"
-"$root/deploy/local_cluster.sh" --no_build --bin_dir="$root" --work_dir="$work/cluster" \
-  --detach --base_port="$port" --static --nodes=5
+start_cluster "$port" 5
+wait_synced "$port" 1 2 3 4
 shms=() ids=()
 for node in 1 2 3 4; do
-  "$ctl" --target="127.0.0.1:$((port + 100 + node))" wait --max_error_ns=100000 \
-    --wait_timeout=60s >/dev/null || fail "node n$node did not synchronize"
   shms+=("$work/cluster/n$node.shm")
   ids+=("n$node")
 done

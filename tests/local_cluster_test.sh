@@ -12,16 +12,10 @@ root="${TEST_SRCDIR}/${TEST_WORKSPACE}"
 monitor="$root/tools/cluster_monitor/cluster_monitor"
 work="$TEST_TMPDIR/cluster"
 port=$((32000 + RANDOM % 2000))
+cluster="$work"
+source "$root/tests/lib/daemons.sh"
 
-stop_all() {
-  [[ -f "$work/pids" ]] || return 0
-  while read -r _ pid; do kill -TERM "$pid" 2>/dev/null || true; done <"$work/pids"
-  while read -r _ pid; do wait "$pid" 2>/dev/null || true; done <"$work/pids"
-}
-trap stop_all EXIT
-
-"$root/deploy/local_cluster.sh" --no_build --bin_dir="$root" --work_dir="$work" \
-  --detach --base_port="$port" --static --nodes=7 --auth
+start_cluster "$port" 7 --auth
 mapfile -t flags <"$work/monitor_flags"
 
 echo "== phase 1: 60 s, all nodes"
