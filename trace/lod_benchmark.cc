@@ -2,10 +2,11 @@
 // 100 M events (--events=N, --rows=R to change): build rate, file size and
 // query times at every zoom from the whole run to a few slots.
 //
-// Each of the R threads loops: enter a function (one of 8), half the time
-// a nested one, every 8th loop a send to the next thread and a receive from
-// the previous, every 1000th loop a collective on the world; gaps of
-// 200..2000 ns. Threads are generated one at a time and handed to the
+// The run is trace/synthetic_run.h's with R ranks (one thread each): a
+// function (one of 8), half the time a nested one, every 8th loop a send
+// to the next thread and a receive from the previous, every 1000th loop a
+// barrier on the world; gaps of 200..2000 ns. Threads are generated one at
+// a time and handed to the
 // builder (LodIndexBuilder::AddRow), so only the index is held; the time
 // measured is the builder's (AddRow, AddMessages, Finish), not the
 // generator's, in CPU seconds, and so is a query's (the wall times are
@@ -30,6 +31,7 @@
 #include "hull/trace_stamp.h"
 #include "trace/lod_index.h"
 #include "trace/lod_walk.h"
+#include "trace/synthetic_run.h"
 
 namespace clocksync::trace {
 namespace {
@@ -48,54 +50,32 @@ double Seconds(Clock::duration d) {
   return std::chrono::duration<double>(d).count();
 }
 
-struct Rng {
-  uint64_t s;
-  uint64_t Next() {
-    s ^= s << 13;
-    s ^= s >> 7;
-    s ^= s << 17;
-    return s;
-  }
-};
-
-// One thread's events; the send and receive times go to sends / recvs.
-void MakeThread(uint32_t row, int64_t events, int64_t origin_ns,
+// Thread `row`'s events of `rows` (stamped by their index); the send and
+// receive times go to sends / recvs.
+void MakeThread(uint32_t row, int64_t rows, int64_t events, int64_t origin_ns,
                 std::vector<Event>* out, std::vector<int64_t>* times,
                 std::vector<int64_t>* sends, std::vector<int64_t>* recvs) {
-  Rng rng{0x9e3779b97f4a7c15ull * (row + 1)};
   out->clear();
   times->clear();
   sends->clear();
   recvs->clear();
-  int64_t at = origin_ns + static_cast<int64_t>(rng.Next() % 1000);
   uint64_t tick = 0;
-  auto push = [&](EventKind kind, uint32_t region) {
-    at += 200 + static_cast<int64_t>(rng.Next() % 1800);
-    Event e;
-    e.stamp = hull::PackStamp(tick++, 0);
-    e.kind = kind;
-    e.region = region;
-    out->push_back(e);
-    times->push_back(at);
-    return at;
-  };
-  for (uint64_t loop = 0; static_cast<int64_t>(out->size()) + 8 <= events; ++loop) {
-    const uint32_t function = 1 + static_cast<uint32_t>(rng.Next() % 8);
-    push(EventKind::kEnter, function);
-    if (rng.Next() % 2 == 0) {
-      push(EventKind::kEnter, 9);
-      push(EventKind::kLeave, 9);
-    }
-    if (loop % 8 == 0) {
-      sends->push_back(push(EventKind::kSend, 0));
-      recvs->push_back(push(EventKind::kRecv, 0));
-    }
-    if (loop % 1000 == 0) {
-      push(EventKind::kCollectiveBegin, 0);
-      push(EventKind::kCollectiveEnd, 0);
-    }
-    push(EventKind::kLeave, function);
-  }
+  GenerateSyntheticRank(
+      static_cast<int32_t>(row), static_cast<int32_t>(rows), events, origin_ns,
+      [&](const Event& event, int64_t at) {
+        // Kind and region only, as the index has always been measured (a
+        // barrier's kind would change the file); messages are matched below.
+        Event e;
+        e.stamp = hull::PackStamp(tick++, 0);
+        e.kind = event.kind;
+        e.region = event.region;
+        out->push_back(e);
+        times->push_back(at);
+        if (e.kind == EventKind::kSend) sends->push_back(at);
+        if (e.kind == EventKind::kRecv) recvs->push_back(at);
+        return absl::OkStatus();
+      })
+      .IgnoreError();  // the emit above never fails
 }
 
 int Run(int argc, char** argv) {
@@ -121,9 +101,7 @@ int Run(int argc, char** argv) {
   // The run's span, for the levels: the mean gap is 1,100 ns.
   ProcessTrace process;
   process.info.rank = 0;
-  for (uint32_t f = 1; f <= 9; ++f) {
-    process.regions.push_back(Region{f, "function " + std::to_string(f)});
-  }
+  process.regions = SyntheticRunRegions();
   LodIndexData data;
   data.correction = hull::CorrectionKind::kOnline;
   ChooseLodLevels(kOrigin, kOrigin + per_row * 1100 + 2000, per_row * rows, rows,
@@ -139,7 +117,7 @@ int Run(int argc, char** argv) {
   double build_cpu_s = 0;
   int64_t indexed = 0;
   for (int64_t r = 0; r < rows; ++r) {
-    MakeThread(static_cast<uint32_t>(r), per_row, kOrigin, &events, &times,
+    MakeThread(static_cast<uint32_t>(r), rows, per_row, kOrigin, &events, &times,
                &sends[r], &recvs[r]);
     indexed += static_cast<int64_t>(events.size());
     const Clock::time_point start = Clock::now();
@@ -211,7 +189,7 @@ int Run(int argc, char** argv) {
 
   // Queries: the whole run, then zooms by 10x down to a few slots, at
   // random places; 1920 px.
-  Rng rng{12345};
+  XorShift64 rng{12345};
   double worst_ms = 0, worst_wall_ms = 0, sum_ms = 0;
   int queries = 0;
   const int64_t span = lod.end_ns() - lod.origin_ns();

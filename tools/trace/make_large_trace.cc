@@ -3,11 +3,12 @@
 // Test-only: writes a synthetic run of any size as raw archives
 // (trace/raw_archive.h), one process per rank with one thread, for
 // measuring `clocksync-trace view` end to end (tools/trace/view_large_run.sh).
-// The events follow trace/lod_benchmark.cc's generator: each thread loops
-// entering one of 8 functions, half the time a nested one, every 8th loop
-// a send to the next rank and a receive from the previous one (tag 1, so
-// rank r's k-th send is rank r+1's k-th receive), every 1000th loop a
-// barrier on the world; gaps of 200..2000 ns. Local clocks are the host's
+// The events are trace/synthetic_run.h's (those trace/lod_benchmark.cc
+// indexes): each thread loops entering one of 8 functions, half the time a
+// nested one, every 8th loop a send to the next rank and a receive from
+// the previous one (tag 1, so rank r's k-th send is rank r+1's k-th
+// receive), every 1000th loop a barrier on the world; gaps of 200..2000
+// ns. Local clocks are the host's
 // raw clock; one mapping record per process puts global time at raw +
 // 1.7e18 ns (online), rank r's record r * 1 us off. No sync sessions: the
 // post-mortem corrections are unavailable.
@@ -25,22 +26,13 @@
 
 #include "hull/trace_stamp.h"
 #include "trace/raw_archive.h"
+#include "trace/synthetic_run.h"
 
 namespace clocksync::trace {
 namespace {
 
 constexpr int64_t kStartRawNs = 1'000'000'000;
 constexpr int64_t kGlobalOffsetNs = 1'700'000'000'000'000'000;
-
-struct Rng {
-  uint64_t s;
-  uint64_t Next() {
-    s ^= s << 13;
-    s ^= s >> 7;
-    s ^= s << 17;
-    return s;
-  }
-};
 
 absl::Status WriteRank(const std::string& dir, int32_t rank, int32_t ranks,
                        int64_t events) {
@@ -53,69 +45,23 @@ absl::Status WriteRank(const std::string& dir, int32_t rank, int32_t ranks,
   absl::StatusOr<std::unique_ptr<RawArchiveWriter>> writer =
       RawArchiveWriter::Create(dir, info);
   if (!writer.ok()) return writer.status();
-  Rng rng{0x9e3779b97f4a7c15ull * static_cast<uint64_t>(rank + 1)};
-  int64_t at = kStartRawNs + static_cast<int64_t>(rng.Next() % 1000);
   std::vector<Event> chunk;
-  int64_t written = 0;
-  auto push = [&](Event e) -> absl::Status {
-    at += 200 + static_cast<int64_t>(rng.Next() % 1800);
-    e.stamp = hull::PackStamp(static_cast<uint64_t>(at - info.origin_ns), 0);
-    chunk.push_back(e);
-    ++written;
-    if (chunk.size() >= (1u << 20)) {
-      absl::Status s = (*writer)->AppendEvents(0, "main", chunk);
-      chunk.clear();
-      return s;
-    }
-    return absl::OkStatus();
-  };
-  auto enter = [](EventKind kind, uint32_t region) {
-    Event e;
-    e.kind = kind;
-    e.region = region;
-    return e;
-  };
-  auto message = [&](EventKind kind, int32_t peer, uint64_t k) {
-    Event e;
-    e.kind = kind;
-    e.peer = peer;
-    e.tag = 1;
-    e.comm = kWorldCommunicator;
-    e.bytes = 64 + k % 4096;
-    return e;
-  };
-  auto barrier = [](EventKind kind) {
-    Event e;
-    e.kind = kind;
-    e.collective = CollectiveKind::kBarrier;
-    e.comm = kWorldCommunicator;
-    return e;
-  };
-  uint64_t sends = 0;
-  for (uint64_t loop = 0; written + 8 <= events; ++loop) {
-    const uint32_t function = 1 + static_cast<uint32_t>(rng.Next() % 8);
-    absl::Status s = push(enter(EventKind::kEnter, function));
-    if (s.ok() && rng.Next() % 2 == 0) {
-      s = push(enter(EventKind::kEnter, 9));
-      if (s.ok()) s = push(enter(EventKind::kLeave, 9));
-    }
-    if (s.ok() && loop % 8 == 0) {
-      s = push(message(EventKind::kSend, (rank + 1) % ranks, sends));
-      if (s.ok()) s = push(message(EventKind::kRecv, (rank + ranks - 1) % ranks, sends));
-      ++sends;
-    }
-    if (s.ok() && loop % 1000 == 0) {
-      s = push(barrier(EventKind::kCollectiveBegin));
-      if (s.ok()) s = push(barrier(EventKind::kCollectiveEnd));
-    }
-    if (s.ok()) s = push(enter(EventKind::kLeave, function));
-    if (!s.ok()) return s;
-  }
+  absl::Status generated = GenerateSyntheticRank(
+      rank, ranks, events, kStartRawNs,
+      [&](const Event& event, int64_t at) -> absl::Status {
+        Event e = event;
+        e.stamp = hull::PackStamp(static_cast<uint64_t>(at - info.origin_ns), 0);
+        chunk.push_back(e);
+        if (chunk.size() >= (1u << 20)) {
+          absl::Status s = (*writer)->AppendEvents(0, "main", chunk);
+          chunk.clear();
+          return s;
+        }
+        return absl::OkStatus();
+      });
+  if (!generated.ok()) return generated;
   if (absl::Status s = (*writer)->AppendEvents(0, "main", chunk); !s.ok()) return s;
-  std::vector<Region> regions;
-  for (uint32_t f = 1; f <= 9; ++f) {
-    regions.push_back(Region{f, "function " + std::to_string(f)});
-  }
+  const std::vector<Region> regions = SyntheticRunRegions();
   Communicator world{kWorldCommunicator, "world", {}};
   for (int32_t r = 0; r < ranks; ++r) world.ranks.push_back(r);
   MappingRecord record;

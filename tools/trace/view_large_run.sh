@@ -1,7 +1,7 @@
 #!/bin/bash
 # The view end to end on a synthetic run of any size (default 100 M events
-# on 64 ranks; tools/trace/make_large_trace.cc, the generator of
-# trace/lod_benchmark.cc written as raw archives). A manual run, not a
+# on 64 ranks; tools/trace/make_large_trace.cc writes trace/synthetic_run.h's
+# run, the one trace/lod_benchmark.cc indexes, as raw archives). A manual run, not a
 # test (it takes minutes and several GB of disk and memory):
 #
 #   tools/trace/view_large_run.sh [WORK_DIR] [EVENTS] [RANKS]
