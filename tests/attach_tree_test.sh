@@ -20,7 +20,6 @@
 #     the others (the root prints the lost rank) and marks it lost.
 set -euo pipefail
 root="${TEST_SRCDIR}/${TEST_WORKSPACE}"
-collector="$root/tools/collector/clocksync-collector"
 tree="$root/examples/attach_tree"
 trace_tool="$root/tools/trace/clocksync-trace"
 work="$TEST_TMPDIR/attach"
@@ -28,6 +27,7 @@ rm -rf "$work"
 mkdir -p "$work/local"
 port=$((37000 + RANDOM % 2000))
 source "$root/tests/lib/daemons.sh"
+source "$root/tests/lib/collector.sh"
 
 echo "== a master and a node on a modeled clock"
 start_cluster "$port" 2
@@ -43,14 +43,9 @@ run() {
   local name=$1 fanout=$2 depth=2
   shift 2
   (($# > 0)) && depth=1
-  "$collector" --processes=1 --output="$work/$name.otf2" --listen=127.0.0.1:0 \
-    --contact_file="$work/$name.contact" >"$work/$name.out" 2>"$work/$name.err" &
-  local collector_pid=$!
-  pids+=("$collector_pid")
-  for _ in $(seq 100); do [[ -s "$work/$name.contact" ]] && break; sleep 0.1; done
-  [[ -s "$work/$name.contact" ]] || fail "$name: no contact file"
+  start_collector "$name" 1
   tree_status=0
-  CLOCKSYNC_COLLECTOR=$(cat "$work/$name.contact") "$tree" "$depth" "$fanout" \
+  CLOCKSYNC_COLLECTOR=$contact "$tree" "$depth" "$fanout" \
     "$shm_flag" "$@" >"$work/$name.tree" 2>"$work/$name.tree.err" || tree_status=$?
   collector_status=0
   wait "$collector_pid" || collector_status=$?

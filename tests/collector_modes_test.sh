@@ -14,12 +14,12 @@
 # and every event.
 set -euo pipefail
 root="${TEST_SRCDIR}/${TEST_WORKSPACE}"
-collector="$root/tools/collector/clocksync-collector"
 modes="$root/examples/collector_modes"
 work="$TEST_TMPDIR/modes"
 rm -rf "$work"
 mkdir -p "$work/local"
 fail() { echo "FAIL: $*" >&2; exit 1; }
+source "$root/tests/lib/collector.sh"
 
 export CLOCKSYNC_SHM="$work/no-daemon.shm" CLOCKSYNC_TRACE_DIR="$work/local"
 export CLOCKSYNC_COLLECTOR_LISTEN=127.0.0.1:0 CLOCKSYNC_COLLECTOR_TIMEOUT_MS=20000
@@ -41,11 +41,8 @@ check() {
 }
 
 echo "== 1. the collector first"
-"$collector" --processes=3 --output="$work/first.otf2" --listen=127.0.0.1:0 \
-  --contact_file="$work/first.contact" >"$work/first.out" 2>"$work/first.err" &
-collector_pid=$!
-for _ in $(seq 100); do [[ -s "$work/first.contact" ]] && break; sleep 0.1; done
-CLOCKSYNC_COLLECTOR=$(cat "$work/first.contact") "$modes" first 3 2>"$work/first.modes.err" ||
+start_collector first 3
+CLOCKSYNC_COLLECTOR=$contact "$modes" first 3 2>"$work/first.modes.err" ||
   { cat "$work/first.modes.err"; fail "first: the processes failed"; }
 wait "$collector_pid" || { cat "$work/first.err"; fail "first: collector exit $?"; }
 check first "$work/first.out" "$work/first.otf2"
@@ -66,9 +63,9 @@ echo "== 3. the reverse start-up (the collector dials the processes)"
   { cat "$work/listen.err"; fail "listen: exit $?"; }
 check listen "$work/listen.out" "$work/listen.otf2"
 # Rank i is the i-th contact string: the i-th process forked.
-pids=$(sed -n 's/^rank [0-2] finished: .* pid \([0-9]*\).*/\1/p' "$work/listen.out" | tr '\n' ' ')
-[[ "$pids" == "$(echo "$pids" | tr ' ' '\n' | grep . | sort -n | tr '\n' ' ')" ]] ||
-  fail "listen: ranks not in the order of the contact strings (pids $pids)"
+by_rank=$(sed -n 's/^rank [0-2] finished: .* pid \([0-9]*\).*/\1/p' "$work/listen.out" | tr '\n' ' ')
+[[ "$by_rank" == "$(echo "$by_rank" | tr ' ' '\n' | grep . | sort -n | tr '\n' ' ')" ]] ||
+  fail "listen: ranks not in the order of the contact strings (pids $by_rank)"
 # A contact string nobody listens on: its rank is given up, the run ends.
 "$collector" --output="$work/gone.otf2" --listen=127.0.0.1:0 --dial_timeout_s=1 \
   "00000000000000000000000000000000@127.0.0.1:1" >"$work/gone.out" 2>"$work/gone.err" &&

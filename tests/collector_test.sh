@@ -21,7 +21,6 @@
 #     within its grace period; every rank finished, exit 0.
 set -euo pipefail
 root="${TEST_SRCDIR}/${TEST_WORKSPACE}"
-collector="$root/tools/collector/clocksync-collector"
 ping_pong="$root/examples/ping_pong"
 trace_tool="$root/tools/trace/clocksync-trace"
 work="$TEST_TMPDIR/collector"
@@ -29,6 +28,7 @@ rm -rf "$work"
 mkdir -p "$work"
 port=$((33000 + RANDOM % 2000))
 source "$root/tests/lib/daemons.sh"
+source "$root/tests/lib/collector.sh"
 
 echo "== a master and 4 daemons on modeled clocks"
 start_cluster "$port" 5
@@ -46,16 +46,10 @@ pp_flags=(--ranks=4 --name=ping_pong --timesync_every_s=4
   "--shm=$(IFS=,; echo "${shms[*]}")" "--node_ids=$(IFS=,; echo "${ids[*]}")"
   "--master_probe=127.0.0.1:$port" "--truth_master_shm=$work/cluster/master.shm")
 
-# start_collector NAME: a collector for 4 processes in the background;
-# sets collector_pid and contact.
-start_collector() {
-  "$collector" --processes=4 --output="$work/$1.otf2" --listen=127.0.0.1:0 \
-    --contact_file="$work/$1.contact" >"$work/$1.out" 2>"$work/$1.err" &
-  collector_pid=$!
-  pids+=("$collector_pid")
-  for _ in $(seq 100); do [[ -s "$work/$1.contact" ]] && break; sleep 0.1; done
-  [[ -s "$work/$1.contact" ]] || fail "$1: no contact file"
-  contact=$(cat "$work/$1.contact")
+# start NAME: start_collector NAME 4 (tests/lib/collector.sh), its contact
+# string and the first line of its stdout checked.
+start() {
+  start_collector "$1" 4
   [[ "$contact" =~ ^[0-9a-f]{32}@127\.0\.0\.1:[0-9]+$ ]] || fail "$1: contact '$contact'"
   [[ "$(head -1 "$work/$1.out")" == "contact $contact" ]] || fail "$1: first line of stdout"
 }
@@ -82,7 +76,7 @@ online_violations() {
 }
 
 echo "== 1. a normal run"
-start_collector p1
+start p1
 CLOCKSYNC_COLLECTOR="$contact" "$ping_pong" "${pp_flags[@]}" --duration_s=12 \
   --trace_dir="$work/p1" 2>"$work/p1.pp.err" &
 pp=$!
@@ -113,7 +107,7 @@ awk '$1 == "linear" && $3 != "" { found = 1 } END { exit !found }' "$work/p1.com
   fail "no linear correction from the raw archives"
 
 echo "== 2. SIGKILL of one process"
-start_collector p2
+start p2
 CLOCKSYNC_COLLECTOR="$contact" "$ping_pong" "${pp_flags[@]}" --duration_s=12 \
   --trace_dir="$work/p2" 2>"$work/p2.pp.err" &
 pp=$!
@@ -138,7 +132,7 @@ read -r printed ranks < <(otf2_events "$work/p2.otf2")
 [[ "$printed" == "$events" && "$ranks" == 4 ]] || fail "otf2-print shows $printed events of $ranks ranks, want $events of 4"
 
 echo "== 3. SIGKILL of the collector"
-start_collector p3
+start p3
 CLOCKSYNC_COLLECTOR="$contact" "$ping_pong" "${pp_flags[@]}" --duration_s=10 \
   --trace_dir="$work/p3" 2>"$work/p3.pp.err" &
 pp=$!
@@ -167,7 +161,7 @@ read -r printed ranks < <(otf2_events "$work/p3r.otf2")
 violations=$(online_violations "$work/p3r.out")
 [[ "$violations" == 0 ]] || fail "online after recovery: $violations violations"
 echo "== 4. SIGTERM on the whole run (as Ctrl-C)"
-start_collector p4
+start p4
 CLOCKSYNC_COLLECTOR="$contact" "$ping_pong" "${pp_flags[@]}" --duration_s=30 \
   --trace_dir="$work/p4" 2>"$work/p4.pp.err" &
 pp=$!

@@ -10,12 +10,12 @@
 # written with the `none` correction.
 set -euo pipefail
 root="${TEST_SRCDIR}/${TEST_WORKSPACE}"
-collector="$root/tools/collector/clocksync-collector"
 ping_pong="$root/examples/ping_pong"
 work="$TEST_TMPDIR/tls"
 rm -rf "$work"
 mkdir -p "$work"
 fail() { echo "FAIL: $*" >&2; exit 1; }
+source "$root/tests/lib/collector.sh"
 export CLOCKSYNC_SHM="$work/no-daemon.shm"
 
 openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj "/CN=clocksync test CA" \
@@ -26,17 +26,12 @@ printf 'subjectAltName=IP:127.0.0.1\n' >"$work/san.ext"
 openssl x509 -req -in "$work/server.csr" -CA "$work/ca.pem" -CAkey "$work/ca.key" \
   -CAcreateserial -days 1 -extfile "$work/san.ext" -out "$work/server.pem" 2>/dev/null
 
-# start NAME [flags...]: a TLS collector for 2 processes; sets pid, contact.
+# start NAME [FLAG...]: start_collector NAME 2 (tests/lib/collector.sh)
+# serving TLS; sets collector_pid, contact.
 start() {
   local name=$1
   shift
-  "$collector" --processes=2 --output="$work/$name.otf2" --listen=127.0.0.1:0 \
-    --tls_cert="$work/server.pem" --tls_key="$work/server.key" \
-    --contact_file="$work/$name.contact" "$@" >"$work/$name.out" 2>"$work/$name.err" &
-  pid=$!
-  for _ in $(seq 100); do [[ -s "$work/$name.contact" ]] && break; sleep 0.1; done
-  [[ -s "$work/$name.contact" ]] || { cat "$work/$name.err"; fail "$name: no contact"; }
-  contact=$(cat "$work/$name.contact")
+  start_collector "$name" 2 --tls_cert="$work/server.pem" --tls_key="$work/server.key" "$@"
 }
 
 echo "== 1. TLS"
@@ -45,7 +40,7 @@ CLOCKSYNC_COLLECTOR="$contact" CLOCKSYNC_COLLECTOR_TLS_CA="$work/ca.pem" \
   "$ping_pong" --ranks=2 --duration_s=2 --trace_dir="$work/t1" 2>"$work/t1.pp.err" ||
   { cat "$work/t1.pp.err"; fail "ping_pong over TLS"; }
 status=0
-wait "$pid" || status=$?
+wait "$collector_pid" || status=$?
 cat "$work/t1.out"
 [[ $status == 0 ]] || { cat "$work/t1.err"; fail "collector exit $status"; }
 [[ $(grep -c '^rank [01] finished: [1-9]' "$work/t1.out") == 2 ]] || fail "not both ranks finished"
@@ -61,7 +56,7 @@ CLOCKSYNC_COLLECTOR="$contact" CLOCKSYNC_COLLECTOR_TIMEOUT_MS=2000 \
   { cat "$work/t2.pp.err"; fail "the processes did not say they write locally"; }
 [[ -d "$work/t2/ping_pong.r0" && -d "$work/t2/ping_pong.r1" ]] || fail "no local archives"
 status=0
-wait "$pid" || status=$?
+wait "$collector_pid" || status=$?
 [[ $status == 3 ]] || fail "collector exit $status, want 3"
 grep -q 'no process joined' "$work/t2.err" || fail "the collector saw someone"
 
