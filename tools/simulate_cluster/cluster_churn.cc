@@ -218,14 +218,32 @@ std::string ClusterSim::Impl::Run() {
   const auto start = std::chrono::steady_clock::now();
   if (std::string e = FormTree(); !e.empty()) return e;
   const int64_t duration = static_cast<int64_t>(o_.duration_s * 1e9);
-  const int64_t slice = std::min<int64_t>(interval_ns_ * 45 / 100, kSecond / 2);
+  // Short slices while membership runs (it steps in lockstep with the
+  // clocks); long ones while it stands still and no churn event is due:
+  // each node then runs several passes in a row with its state in cache.
+  const int64_t short_slice = std::min<int64_t>(interval_ns_ * 45 / 100, kSecond / 2);
+  const int64_t long_slice = std::max(
+      short_slice, std::min<int64_t>(static_cast<int64_t>(o_.long_slice_s * 1e9),
+                                     kLongSliceIntervals * interval_ns_));
   const int64_t minute = 60 * kSecond;
   int64_t next_kill = o_.kill_pct_per_min > 0 ? minute : -1;
   const int64_t rack_at = o_.rack_failure_at_s >= 0 ? static_cast<int64_t>(o_.rack_failure_at_s * 1e9) : -1;
   const int64_t cut_at = o_.partition_at_s >= 0 ? static_cast<int64_t>(o_.partition_at_s * 1e9) : -1;
   uint64_t churn_rng = o_.seed ^ 0xc0ffee;
-  for (int64_t t = 0; t < duration; t += slice) {
-    const int64_t end = std::min(t + slice, duration);
+  // Whether something is due in [t, until): then the slice stays short, so
+  // that the event starts in the slice that holds it, as with short ones.
+  auto due_before = [&](int64_t t, int64_t until) {
+    auto in = [&](int64_t at) { return at >= t && at < until; };
+    if ((next_kill >= 0 && next_kill < until) || in(rack_at) || in(cut_at)) return true;
+    for (const auto& r : restarts_) {
+      if (r.first < until) return true;
+    }
+    return false;
+  };
+  int64_t end = 0;
+  for (int64_t t = 0; t < duration; t = end) {
+    const bool quiet = !membership_active_ && !due_before(t, t + long_slice);
+    end = std::min(t + (quiet ? long_slice : short_slice), duration);
     // Restarts due: fresh processes on the same clocks.
     for (auto it = restarts_.begin(); it != restarts_.end();) {
       if (it->first < end) {

@@ -36,6 +36,9 @@ std::string ValidateOptions(const ClusterSimOptions& o) {
   if (o.membership_full_check_every < 1) {
     return Bad("full_check_every", "must be >= 1", o.membership_full_check_every);
   }
+  if (!(o.long_slice_s >= 0 && o.long_slice_s <= 8)) {
+    return Bad("long_slice_s", "must be in [0, 8]", o.long_slice_s);
+  }
   if (o.min_nodes_per_split < 1) {
     return Bad("min_nodes_per_split", "must be >= 1", o.min_nodes_per_split);
   }
@@ -130,9 +133,10 @@ void ClusterSim::Impl::InitNode(int i, bool fresh_process) {
   }
   n.estimator = hull::MakeEstimator(estimator_config_);
   n.slewer = MappingSlewer(o_.slew);
-  n.cur = Mapping{};
-  n.prev = Mapping{};
-  n.cur.bound_at_anchor_ns = n.prev.bound_at_anchor_ns = ShmPublisher::kUnknownBoundNs;
+  Mapping unknown;
+  unknown.bound_at_anchor_ns = ShmPublisher::kUnknownBoundNs;
+  n.published_count = 0;
+  Publish(n, unknown);
   n.inconsistencies_seen = 0;
   n.last_reply_ns = 0;
   n.alive = true;
@@ -142,7 +146,11 @@ ClusterSim::Impl::Served ClusterSim::Impl::ServedAt(int i, int64_t t_ns) const {
   if (i == 0) return {t_ns, 0};  // The master's clock is the truth.
   const Node& n = nodes_[i];
   const int64_t r = n.clock->LocalAt(t_ns);
-  const Mapping& m = r >= n.cur.anchor_raw_ns ? n.cur : n.prev;
+  // The newest mapping anchored at or before r (else the oldest kept).
+  const uint32_t kept = std::min<uint32_t>(n.published_count, kMappingHistory);
+  uint32_t k = n.published_count - 1;
+  for (uint32_t j = 1; j < kept && r < n.published[k % kMappingHistory].anchor_raw_ns; ++j) --k;
+  const Mapping& m = n.published[k % kMappingHistory];
   const int64_t dt = r - m.anchor_raw_ns;
   const int64_t global =
       m.anchor_global_ns + dt + static_cast<int64_t>(std::llround(static_cast<double>(dt) * m.rate_adj));
@@ -200,12 +208,17 @@ void ClusterSim::Impl::Event(int i, int64_t t, StatsAcc& acc) {
   }
   const Mapping m = n.slewer.Update(target);
   if (m.stepped) ++acc.steps;
-  n.prev = n.cur;
-  n.cur = m;
-  // Children read this clock up to the next slice: draw the walk that far
-  // now (reads are then const), and forget what nobody will ask for.
+  Publish(n, m);
+  // Children read this clock up to the end of the slice: draw the walk
+  // that far now (reads are then const), and forget what nobody will ask
+  // for (a slice is at most long_slice_s <= 8 s).
   n.clock->LocalAt(t + 3 * interval_ns_);
   n.clock->ForgetBefore(t - 10 * kSecond);
+}
+
+void ClusterSim::Impl::Publish(Node& n, const Mapping& m) {
+  n.published[n.published_count % kMappingHistory] = m;
+  ++n.published_count;
 }
 
 void ClusterSim::Impl::ProcessSlice(int64_t end_ns) {

@@ -5,6 +5,7 @@
 #ifndef CLOCKSYNC_TOOLS_SIMULATE_CLUSTER_CLUSTER_SIM_IMPL_H_
 #define CLOCKSYNC_TOOLS_SIMULATE_CLUSTER_CLUSTER_SIM_IMPL_H_
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <set>
@@ -20,6 +21,13 @@
 namespace clocksync::sim {
 
 inline constexpr int64_t kSecond = 1'000'000'000;
+// Mappings a node keeps for its children (Node::published); a long slice
+// holds at most kLongSliceIntervals probe intervals, so at most
+// kLongSliceIntervals / 0.9 + 1 passes of a node, plus the mapping in force
+// when it began.
+inline constexpr int kMappingHistory = 16;
+inline constexpr int kLongSliceIntervals = 10;
+static_assert(kLongSliceIntervals * 10 / 9 + 3 <= kMappingHistory);
 
 class ClusterSim::Impl {
  public:
@@ -32,8 +40,12 @@ class ClusterSim::Impl {
     std::unique_ptr<hull::ModeledClock> clock;
     std::unique_ptr<hull::Estimator> estimator;
     MappingSlewer slewer;
-    Mapping cur;
-    Mapping prev;
+    // The mappings this node published, a ring whose newest entry is
+    // published[(published_count - 1) % kMappingHistory]: its children's
+    // exchanges of the current slice read the one in force at their
+    // instant (a long slice holds several of this node's passes).
+    std::array<Mapping, kMappingHistory> published;
+    uint32_t published_count = 0;
     int64_t next_event_ns = 0;
     int64_t last_reply_ns = 0;
     uint64_t inconsistencies_seen = 0;
@@ -52,6 +64,7 @@ class ClusterSim::Impl {
   Served ServedAt(int i, int64_t t_ns) const;
   void Event(int i, int64_t t_ns, StatsAcc& acc);
   void ProcessSlice(int64_t end_ns);
+  void Publish(Node& n, const Mapping& m);
   std::string FormTree();
   std::string StepMembership(int64_t until_ns);
   std::string CheckMembershipStep();
