@@ -38,7 +38,7 @@ int DepthLimit(int64_t total_nodes, int fanout) {
 
 bool ClusterSim::Impl::ReachesMaster(int i) const {
   for (int hops = 0; hops <= static_cast<int>(nodes_.size()); ++hops) {
-    if (i == 0) return true;
+    if (i == master_) return nodes_[i].alive;
     if (!nodes_[i].alive || nodes_[i].parent < 0) return false;
     i = nodes_[i].parent;
   }
@@ -123,6 +123,7 @@ std::string ClusterSim::Impl::StepMembership(int64_t until_ns) {
   }
   if (!ticked) return "";
   RefreshTopology();
+  FollowMaster(until_ns);
   TrackRejoins(until_ns);
   const bool restarts_pending =
       std::any_of(restarts_.begin(), restarts_.end(),
@@ -134,6 +135,19 @@ std::string ClusterSim::Impl::StepMembership(int64_t until_ns) {
     if (std::string e = CheckDepth(); !e.empty()) return "after settling: " + e;
   }
   return "";
+}
+
+// After a takeover: the one live master membership shows is the root
+// whose mapping children read (it serves its own, no longer the truth).
+void ClusterSim::Impl::FollowMaster(int64_t t_ns) {
+  if (master_lost_at_ns_ < 0) return;
+  const std::string id = ms_->CurrentMaster();
+  if (id.empty() || id == ids_[master_]) return;
+  master_ = IndexOf(id);
+  if (report.takeover_s < 0) {
+    report.takeover_s = (t_ns - master_lost_at_ns_) / 1e9;
+    report.new_master = id;
+  }
 }
 
 std::string ClusterSim::Impl::FormTree() {
@@ -162,7 +176,7 @@ std::string ClusterSim::Impl::FormTree() {
 }
 
 void ClusterSim::Impl::StartEvent(const std::string& kind, const std::vector<int>& killed,
-                                  int cut_pod, int64_t t_ns) {
+                                  int cut_pod, int64_t t_ns, bool restart) {
   ChurnEvent e;
   e.kind = kind;
   e.at_s = t_ns / 1e9;
@@ -172,7 +186,7 @@ void ClusterSim::Impl::StartEvent(const std::string& kind, const std::vector<int
   for (int k : killed) {
     nodes_[k].alive = false;
     dead_ids.push_back(ids_[k]);
-    restarts_.push_back({t_ns + static_cast<int64_t>(o_.restart_after_s * 1e9), k});
+    if (restart) restarts_.push_back({t_ns + static_cast<int64_t>(o_.restart_after_s * 1e9), k});
   }
   if (!dead_ids.empty()) ms_->Kill(dead_ids);
   int64_t from = t_ns;
@@ -206,8 +220,10 @@ void ClusterSim::Impl::TrackRejoins(int64_t t_ns) {
       tr.done = true;  // Killed meanwhile: not counted.
       continue;
     }
+    // Rejoined: attached on a chain up to the master (or master itself).
     if (ReachesMaster(tr.node) &&
-        ms_->node(ids_[tr.node]).state() == MembershipState::kAttached) {
+        (tr.node == master_ ||
+         ms_->node(ids_[tr.node]).state() == MembershipState::kAttached)) {
       tr.done = true;
       report.events[tr.event].rejoin_times_s.push_back((t_ns - tr.from_ns) / 1e9);
     }
@@ -229,12 +245,16 @@ std::string ClusterSim::Impl::Run() {
   int64_t next_kill = o_.kill_pct_per_min > 0 ? minute : -1;
   const int64_t rack_at = o_.rack_failure_at_s >= 0 ? static_cast<int64_t>(o_.rack_failure_at_s * 1e9) : -1;
   const int64_t cut_at = o_.partition_at_s >= 0 ? static_cast<int64_t>(o_.partition_at_s * 1e9) : -1;
+  const int64_t fail_at =
+      o_.master_failure_at_s >= 0 ? static_cast<int64_t>(o_.master_failure_at_s * 1e9) : -1;
   uint64_t churn_rng = o_.seed ^ 0xc0ffee;
   // Whether something is due in [t, until): then the slice stays short, so
   // that the event starts in the slice that holds it, as with short ones.
   auto due_before = [&](int64_t t, int64_t until) {
     auto in = [&](int64_t at) { return at >= t && at < until; };
-    if ((next_kill >= 0 && next_kill < until) || in(rack_at) || in(cut_at)) return true;
+    if ((next_kill >= 0 && next_kill < until) || in(rack_at) || in(cut_at) || in(fail_at)) {
+      return true;
+    }
     for (const auto& r : restarts_) {
       if (r.first < until) return true;
     }
@@ -288,6 +308,12 @@ std::string ClusterSim::Impl::Run() {
     }
     if (cut_at >= t && cut_at < end) {
       StartEvent("partition", {}, net_.pods() > 1 ? net_.pods() - 1 : -1, cut_at);
+    }
+    if (fail_at >= t && fail_at < end) {
+      // The master dies for good: every node is cut off until the tree
+      // has re-formed under the new master.
+      master_lost_at_ns_ = fail_at;
+      StartEvent("master", {0}, -1, fail_at, /*restart=*/false);
     }
     if (membership_active_) {
       if (std::string e = StepMembership(end); !e.empty()) return e;

@@ -71,16 +71,22 @@ void ClusterSim::Impl::Finish(const StatsAcc& acc, double wall_s) {
     report.max_fanout = std::max(report.max_fanout, c);
   }
   report.mean_fanout = parents > 0 ? static_cast<double>(sum) / parents : 0;
-  report.master_children = children[0];
+  report.master_children = children[master_];
   report.exchanges = acc.exchanges;
   report.lost = acc.lost;
   report.inconsistencies = acc.inconsistencies;
   report.steps = acc.steps;
   const double p = o_.probe_interval_s;
   const double hb = o_.heartbeat_interval_ns / 1e9;
-  report.master_probes_per_s = children[0] / p;
-  report.master_probe_bytes_per_s = children[0] / p * 2 * kWireBytes;
-  report.master_heartbeats_per_s = children[0] / hb;
+  report.master_probes_per_s = children[master_] / p;
+  report.master_probe_bytes_per_s = children[master_] / p * 2 * kWireBytes;
+  report.master_heartbeats_per_s = children[master_] / hb;
+  if (master_ != 0) {
+    const int64_t end = static_cast<int64_t>(o_.duration_s * 1e9);
+    const Served s = ServedAt(master_, end);
+    report.new_master_error_ns_end = static_cast<double>(s.global_ns - end);
+    report.new_master_bound_ns_end = static_cast<double>(s.half_ns);
+  }
   report.node_probe_bytes_per_s =
       2.0 * static_cast<double>(acc.exchanges) * 2 * kWireBytes / (o_.nodes * o_.duration_s);
   report.node_heartbeats_per_s = 2 / hb;
@@ -151,7 +157,13 @@ std::string ReportJson(const ClusterSimOptions& o, const ClusterSimReport& r) {
   j += "  \"estimators\": {\"inconsistencies\": " + std::to_string(r.inconsistencies) +
        ", \"mapping_steps\": " + std::to_string(r.steps) +
        ", \"invariant_checks\": " + std::to_string(r.invariant_checks) +
-       ", \"full_invariant_checks\": " + std::to_string(r.full_invariant_checks) + "},\n  \"events\": [";
+       ", \"full_invariant_checks\": " + std::to_string(r.full_invariant_checks) + "},\n";
+  if (r.takeover_s >= 0) {
+    j += "  \"takeover\": {\"after_s\": " + Fmt("%.3f", r.takeover_s) + ", \"new_master\": \"" +
+         r.new_master + "\", \"error_ns_end\": " + Fmt("%.0f", r.new_master_error_ns_end) +
+         ", \"bound_ns_end\": " + Fmt("%.0f", r.new_master_bound_ns_end) + "},\n";
+  }
+  j += "  \"events\": [";
   for (size_t i = 0; i < r.events.size(); ++i) {
     const ChurnEvent& e = r.events[i];
     j += std::string(i ? ",\n    " : "\n    ") + "{\"kind\": \"" + e.kind + "\", \"at_s\": " +
@@ -209,6 +221,12 @@ std::string ReportText(const ClusterSimOptions& o, const ClusterSimReport& r) {
                     static_cast<long long>(e.not_rejoined), e.max_error_ns_next_120s);
       t += buf;
     }
+  }
+  if (r.takeover_s >= 0) {
+    t += "\ntakeover: " + r.new_master + " master " + Fmt("%.2f", r.takeover_s) +
+         " s after the master died; at the end it serves global time off the old master's clock by " +
+         Fmt("%.0f", r.new_master_error_ns_end) + " ns (bound ±" +
+         Fmt("%.0f", r.new_master_bound_ns_end) + " ns)\n";
   }
   const double deepest = r.depths.empty() ? 0 : r.depths.back().rms_ns;
   t += "\nwall " + Fmt("%.1f", r.wall_s) + " s\n";

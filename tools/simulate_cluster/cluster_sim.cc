@@ -62,6 +62,12 @@ std::string ValidateOptions(const ClusterSimOptions& o) {
     return Bad("kill_pct_per_min", "must be in [0, 50]", o.kill_pct_per_min);
   }
   if (!(o.partition_s > 0)) return Bad("partition_s", "must be > 0", o.partition_s);
+  if (o.standbys < 0 || o.standbys > o.nodes || o.standbys > 200) {
+    return Bad("standbys", "must be in [0, min(nodes, 200)]", o.standbys);
+  }
+  if (o.master_failure_at_s >= 0 && o.standbys < 1) {
+    return Bad("master_failure_at_s", "needs standbys >= 1 to take over", o.master_failure_at_s);
+  }
   if (!(o.series_bucket_s > 0)) return Bad("series_bucket_s", "must be > 0", o.series_bucket_s);
   if (std::string e = ValidateNetworkParams(o.network); !e.empty()) return e;
   if (const char* e = ValidateSlewConfig(o.slew); *e != '\0') return e;
@@ -93,7 +99,7 @@ ClusterSim::Impl::Impl(const ClusterSimOptions& o)
   nodes_.resize(o.nodes + 1);
   net_.Place(0, 0, 0);
   for (int i = 1; i <= o.nodes; ++i) {
-    ids_.push_back(ms_->AddNode());
+    ids_.push_back(i <= o.standbys ? ms_->AddCandidate(201 - i) : ms_->AddNode());
     const auto [pod, rack] = ms_->LocationOf(ids_.back());
     net_.Place(i, pod, rack);
   }
@@ -198,7 +204,7 @@ void ClusterSim::Impl::Event(int i, int64_t t, StatsAcc& acc) {
   SlewTarget target = NodeSlewTarget(*n.estimator, raw, raw, raw + kSecond,
                                      raw + 10 * kSecond, static_cast<uint32_t>(n.depth));
   if (target.state != CLOCKSYNC_STATE_UNSYNCED) {
-    if (end - n.last_reply_ns > o_.holdover_after_ns) {
+    if (i != master_ && end - n.last_reply_ns > o_.holdover_after_ns) {
       target.state = CLOCKSYNC_STATE_HOLDOVER;
     }
     const uint64_t inconsistencies = n.estimator->stats().inconsistencies;

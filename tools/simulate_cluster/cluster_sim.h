@@ -97,6 +97,13 @@ struct ClusterSimOptions {
   double rack_failure_at_s = -1;
   double partition_at_s = -1;
   double partition_s = 30;
+  // Master takeover: the first `standbys` nodes are master candidates
+  // (master_priority 200, 199, ...); the master dies for good at
+  // master_failure_at_s (< 0: never) and membership promotes one of them,
+  // which goes on serving global time from its synchronized mapping, as
+  // the daemon does. Errors stay measured against the old master's clock.
+  int standbys = 0;
+  double master_failure_at_s = -1;
   double series_bucket_s = 10;
   // At most this many membership ticks for the join storm / a settling.
   int64_t max_settle_ticks = 200'000;
@@ -130,7 +137,7 @@ struct SeriesPoint {
 };
 
 struct ChurnEvent {
-  std::string kind;  // "kill", "rack", "partition".
+  std::string kind;  // "kill", "rack", "partition", "master".
   double at_s = 0;
   int64_t killed = 0;
   int64_t affected = 0;  // Nodes cut off from the master by it.
@@ -168,6 +175,13 @@ struct ClusterSimReport {
   uint64_t invariant_checks = 0;       // Ticks checked (incrementally) ...
   uint64_t full_invariant_checks = 0;  // ... and full checks among them.
   std::vector<ChurnEvent> events;
+  // Master takeover: from the master's death to one live master (s), who
+  // (an id), and what it serves at the end of the run against the old
+  // master's clock, with its bound (ns).
+  double takeover_s = -1;
+  std::string new_master;
+  double new_master_error_ns_end = 0;
+  double new_master_bound_ns_end = 0;
   std::vector<SeriesPoint> series;
   double wall_s = 0;
   double node_seconds_per_wall_second = 0;

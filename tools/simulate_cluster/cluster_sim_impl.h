@@ -70,7 +70,8 @@ class ClusterSim::Impl {
   std::string CheckMembershipStep();
   void RefreshTopology();
   void StartEvent(const std::string& kind, const std::vector<int>& killed,
-                  int cut_pod, int64_t t_ns);
+                  int cut_pod, int64_t t_ns, bool restart = true);
+  void FollowMaster(int64_t t_ns);
   void TrackRejoins(int64_t t_ns);
   bool ReachesMaster(int i) const;
   std::string CheckDepth() const;
@@ -96,6 +97,8 @@ class ClusterSim::Impl {
     bool done = false;
   };
   std::vector<Tracked> tracked_;
+  int master_ = 0;  // The live master's index (0 until a takeover).
+  int64_t master_lost_at_ns_ = -1;
   std::vector<std::pair<int64_t, int>> restarts_;  // (at, node).
   uint64_t heartbeat_messages_ = 0;
 };

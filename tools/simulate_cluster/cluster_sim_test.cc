@@ -197,6 +197,38 @@ TEST(ClusterSimTest, KilledNodesRestartAndResume) {
   EXPECT_GT(r.exchanges, 300u * 150u - 2u * 9u * 20u - 600u);
 }
 
+// The master dies for good at 100 s; one of the three candidates takes
+// over within a few seconds (membership's takeover_after is 1 s), every
+// live node rejoins under it, global time goes on without a step (the new
+// master serves its synchronized mapping) and every bound still covers the
+// old master's clock.
+TEST(ClusterSimTest, MasterTakeover) {
+  ClusterSimOptions o = Small(200, 4, 160);
+  o.steps_per_node_hour = 0;
+  o.standbys = 3;
+  o.master_failure_at_s = 100;
+  ClusterSim sim(o);
+  ASSERT_EQ(sim.Run(), "");
+  const ClusterSimReport& r = sim.report();
+  ASSERT_EQ(r.events.size(), 1u);
+  const ChurnEvent& e = r.events[0];
+  EXPECT_EQ(e.kind, "master");
+  EXPECT_EQ(e.affected, 200);
+  EXPECT_EQ(e.not_rejoined, 0);
+  EXPECT_LT(e.rejoin_max_s, 10);
+  EXPECT_GT(r.takeover_s, 0.5);
+  EXPECT_LT(r.takeover_s, 5);
+  EXPECT_TRUE(r.new_master == "n00001" || r.new_master == "n00002" || r.new_master == "n00003")
+      << r.new_master;
+  EXPECT_GT(r.master_children, 0);
+  EXPECT_EQ(r.overall.coverage, 1.0);
+  EXPECT_EQ(r.steps, 200u);  // Each node's first synchronization only.
+  EXPECT_LT(std::fabs(r.new_master_error_ns_end), r.new_master_bound_ns_end);
+  EXPECT_LT(std::fabs(r.new_master_error_ns_end), 20'000);
+  o.standbys = 0;
+  EXPECT_EQ(ValidateOptions(o), "master_failure_at_s: needs standbys >= 1 to take over (100)");
+}
+
 TEST(ClusterSimTest, BadOptionsAreNamed) {
   ClusterSimOptions o;
   o.fanout = 1;

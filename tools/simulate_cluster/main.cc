@@ -28,6 +28,11 @@ ABSL_FLAG(int, threads, 2, "Threads for the nodes of one depth.");
 ABSL_FLAG(double, long_slice_s, 8,
           "While the tree stands still, advance time in slices this long (at "
           "most 10 probe intervals; 0: half an interval): faster, same results.");
+ABSL_FLAG(int, standbys, 0,
+          "Master candidates among the nodes (master_priority 200, 199, ...).");
+ABSL_FLAG(double, master_failure_at_s, -1,
+          "Kill the master for good at this simulated second (< 0: never; "
+          "needs --standbys >= 1): a candidate takes over.");
 ABSL_FLAG(int, full_check_every, 10,
           "Membership: the full invariant check every this many ticks (the "
           "incremental one runs every tick; 1: full every tick).");
@@ -68,6 +73,8 @@ int main(int argc, char** argv) {
   o.threads = absl::GetFlag(FLAGS_threads);
   o.membership_full_check_every = absl::GetFlag(FLAGS_full_check_every);
   o.long_slice_s = absl::GetFlag(FLAGS_long_slice_s);
+  o.standbys = absl::GetFlag(FLAGS_standbys);
+  o.master_failure_at_s = absl::GetFlag(FLAGS_master_failure_at_s);
   o.window_s = absl::GetFlag(FLAGS_window_s);
   o.window_levels = absl::GetFlag(FLAGS_window_levels);
   o.freq_max_ppm = absl::GetFlag(FLAGS_freq_max_ppm);
