@@ -21,6 +21,11 @@ constexpr double kMinEffectiveCheckpoints = 4.0;
 // A level whose hull range is wider than this times the next longer
 // level's has lost its low-delay samples (see the header).
 constexpr double kEligibleRangeRatio = 4.0;
+// After its range blew up, a level may answer again only when this
+// fraction of its window has passed.
+constexpr bool kBlownCascade = true;
+constexpr double kBlownWindowFraction = 0.25;
+constexpr double kCleanWindowFraction = 1.0;
 // A level whose samples span less than this fraction of what its window
 // could hold by now (its window, or the time since the windows began
 // filling) has a hole: after an outage the short windows restart from a
@@ -132,7 +137,11 @@ bool AdaptiveWindowEstimator::IsPure(double width_ns, int kind) {
 
 void AdaptiveWindowEstimator::ScoreCheckpoint(const Checkpoint& c, int kind) {
   if (!c.has_upper[kind] || !c.has_lower[kind]) return;
-  if (!IsPure(c.upper[kind] - c.lower[kind], kind)) {
+  // A congestion episode near the checkpoint (a level's range blew up
+  // from D before it until now) biases its reference.
+  const bool congested =
+      have_last_blown_ && last_blown_x_ >= c.x - reference_ns_;
+  if (!IsPure(c.upper[kind] - c.lower[kind], kind) || congested) {
     if (kind == 0) ++checkpoints_impure_;
     return;
   }
@@ -198,19 +207,67 @@ void AdaptiveWindowEstimator::Select(const std::array<TimeEstimate, kMaxLevels>&
   // their own recent median (no low-delay sample left in a short window).
   // A longer level is eligible whenever a shorter one is.
   std::array<bool, kMaxLevels> eligible{};
+  // A level whose range blew up holds congested samples until about half
+  // its window has passed since: it may not answer before (its range at x
+  // shrinks as soon as a few clean samples arrive, its slope does not).
+  // The next longer level holds most of the same congested samples: it
+  // counts as blown with the shorter one.
+  std::array<bool, kMaxLevels + 1> blown_now{};
+  for (size_t k = 1; k < levels_.size(); ++k) {
+    const TimeEstimate& e = now[k];
+    if (e.state == SyncState::kUnsynced || ranges_count_ < kPurityMinWidths) {
+      continue;
+    }
+    const double range = static_cast<double>(e.latest_ns - e.earliest_ns) -
+                         2 * levels_[k]->AllowanceAtNs(x);
+    // Only a level that has had a whole window since the windows began
+    // filling (or were cut) can lose its low-delay samples to congestion.
+    blown_now[k] = range > kEligibleRangeRatio * median_range_[k] &&
+                   x - start_x_ >= levels_[k]->config().window_ns;
+  }
+  for (size_t k = 0; k < levels_.size(); ++k) {
+    const TimeEstimate& e = now[k];
+    if (e.state == SyncState::kUnsynced) continue;
+    // A blown range would raise the median it is judged against: the
+    // median's own value is recorded instead.
+    current_range_[k] =
+        blown_now[k] ? median_range_[k]
+                     : static_cast<double>(e.latest_ns - e.earliest_ns) -
+                           2 * levels_[k]->AllowanceAtNs(x);
+  }
+  for (size_t k = 1; k < levels_.size(); ++k) {
+    blown_now[k] = blown_now[k] || (kBlownCascade && k + 2 == levels_.size() &&
+                                    blown_now[k + 1]);
+    if (blown_now[k]) {
+      if (!have_blown_[k] || x - blown_x_[k] > reference_ns_) {
+        blown_since_x_[k] = x;
+      }
+      blown_x_[k] = x;
+      have_blown_[k] = true;
+      last_blown_x_ = x;
+      have_last_blown_ = true;
+    }
+  }
   for (size_t k = 0; k < levels_.size(); ++k) {
     const TimeEstimate& e = now[k];
     if (e.state == SyncState::kUnsynced) break;
     const double range = static_cast<double>(e.latest_ns - e.earliest_ns) -
                          2 * levels_[k]->AllowanceAtNs(x);
-    current_range_[k] = range;
     const double fillable_ns = static_cast<double>(
         std::min(levels_[k]->config().window_ns, x - start_x_));
     const bool filled = static_cast<double>(levels_[k]->window_span_ns()) >=
                         kEligibleSpanFraction * fillable_ns;
+    const bool clean =
+        !have_blown_[k] ||
+        static_cast<double>(blown_x_[k] - blown_since_x_[k]) <
+            kBlownWindowFraction *
+                static_cast<double>(levels_[k]->config().window_ns) ||
+        static_cast<double>(x - blown_x_[k]) >=
+            kCleanWindowFraction *
+                static_cast<double>(levels_[k]->config().window_ns);
     eligible[k] = k == 0 || ((ranges_count_ < kPurityMinWidths ||
                               range <= kEligibleRangeRatio * median_range_[k]) &&
-                             filled);
+                             filled && clean && !blown_now[k]);
     if (!eligible[k]) break;
   }
   // A candidate is eligible when its levels are (a mean: both).
@@ -278,19 +335,23 @@ bool AdaptiveWindowEstimator::WanderNegligible() const {
   return false;
 }
 
+int64_t AdaptiveWindowEstimator::RoundTripSpanNs() const {
+  const int size = static_cast<int>(round_trips_.size());
+  if (round_trips_count_ == 0) return 0;
+  const int newest = (round_trips_next_ + size - 1) % size;
+  const int oldest = round_trips_count_ < size ? 0 : round_trips_next_;
+  return round_trip_x_[newest] - round_trip_x_[oldest];
+}
+
 int AdaptiveWindowEstimator::HomeCandidate() const {
   if (config_.base.wander_ppb_per_sqrt_s <= 0 || WanderNegligible()) return 0;
   const int n = round_trips_count_;
   if (n < kHomeMinRoundTrips) return 0;
-  const int size = static_cast<int>(round_trips_.size());
   std::array<double, 127> sorted = round_trips_;
   std::nth_element(sorted.begin(), sorted.begin() + n / 2, sorted.begin() + n);
   const double median = sorted[n / 2];
   const double minimum = *std::min_element(sorted.begin(), sorted.begin() + n);
-  const int newest = (round_trips_next_ + size - 1) % size;
-  const int oldest = n < size ? 0 : round_trips_next_;
-  const double span_s =
-      static_cast<double>(round_trip_x_[newest] - round_trip_x_[oldest]) * 1e-9;
+  const double span_s = static_cast<double>(RoundTripSpanNs()) * 1e-9;
   if (span_s <= 0) return 0;
   const double rate = (n - 1) / span_s;
   const double spread = std::max(median - minimum, 1.0);

@@ -27,7 +27,8 @@
 // 2. Purity. A checkpoint whose reference interval is much wider than the
 //    recent ones (width > median + 3 × (median − minimum) of the last 31:
 //    a congestion episode, no low-delay sample in those D seconds) is not
-//    scored.
+//    scored, nor is one when a level's range blew up (step 4) between D
+//    before it and its scoring.
 // 3. Significance. The candidates are the levels and the means of
 //    neighbouring levels. Every pair (a, b) is scored by the paired
 //    difference d = (θ_a − ref)² − (θ_b − ref)², its exponentially weighted
@@ -40,8 +41,14 @@
 //    low-delay samples (a congestion episode fills a short window) and may
 //    not answer, nor may any shorter one; nor may a level whose samples
 //    span less than half of what its window could hold by now (after an
-//    outage the short windows restart from a few samples).
-//
+//    outage the short windows restart from a few samples). The level next
+//    to the shortest counts as blown up with it (half its window is the
+//    same congested samples). A level that stayed blown up for a quarter
+//    of its window or more may answer again only a whole window after its
+//    last blow-up: its range at x shrinks with the first clean samples,
+//    its slope does not. A blown-up range is not added to the median, and
+//    a range counts as blown up only a whole window after the windows
+//    began filling or were cut (a bend's cut restarts them short).
 // 5. Home. Before any evidence, and whenever it is not significant, the
 //    answer comes from a home candidate: the window where the error the
 //    configured wander allowance σ (ppb/√s) predicts over a window W
@@ -52,10 +59,10 @@
 //    the candidate nearest W* in log2. Any other candidate answers only
 //    while it is significantly better than the home (step 3's test, against
 //    the home) as well as than the incumbent. The allowance is an upper
-//    bound of the wander; when the clock wanders far less (every level's
-//    drift, sampled a window apart on full windows, changes by less than
-//    0.1 σ √T over at least 2 such differences: a linear clock at this
-//    noise level), the home is the longest window.
+//    bound of the wander; when the clock wanders far less (some level's
+//    drift, sampled a window apart T on full windows, changes by less than
+//    0.1 σ √T in RMS over at least 2 such differences: a linear clock at
+//    this noise level), the home is the longest window.
 //
 // The answering level's bound is its own (each level's bound is valid
 // alone), and its estimate lies inside it.
@@ -164,6 +171,8 @@ class AdaptiveWindowEstimator final : public Estimator {
   // The home candidate: the window the delay spread and the configured
   // wander allowance call for (see the header).
   int HomeCandidate() const;
+  // newest − oldest t4 of the round trips held, ns.
+  int64_t RoundTripSpanNs() const;
   // Samples each level's drift a window apart (see drift_x_).
   void RecordDrifts(const std::array<TimeEstimate, kMaxLevels>& now, int64_t x);
   // True when the drifts show the clock wandering far less than the
@@ -220,6 +229,12 @@ class AdaptiveWindowEstimator final : public Estimator {
   std::array<bool, kMaxLevels> have_drift_{};
   std::array<double, kMaxLevels> wander_sum_{};
   std::array<double, kMaxLevels> wander_weight_{};
+  // When each level's range last blew up (congestion), for eligibility.
+  std::array<int64_t, kMaxLevels> blown_x_{};
+  std::array<bool, kMaxLevels> have_blown_{};
+  std::array<int64_t, kMaxLevels> blown_since_x_{};
+  int64_t last_blown_x_ = 0;  // The last blow-up of any level.
+  bool have_last_blown_ = false;
   int home_ = 0;       // The home candidate.
   int selected_ = 0;   // The level whose bound answers.
   int candidate_ = 0;  // The candidate whose estimate answers.
