@@ -52,15 +52,15 @@ constexpr double kHomeScale = 2.4;
 constexpr double kHomeExponent = 0.4;
 constexpr int kHomeMinRoundTrips = 16;
 // The clock counts as linear (home = the longest window) when some level's
-// measured wander, over at least kWanderMinDifferences effective drift
+// measured wander, over at least kWanderMinDifferences drift
 // differences, is below this fraction of the configured allowance.
 constexpr double kNegligibleWanderFraction = 0.1;
-constexpr double kWanderMinDifferences = 2;
+constexpr int kWanderMinDifferences = 3;
 // Each new drift difference of a level weighs this much more than the last.
 constexpr double kWanderDecay = 0.95;
 // A level's drift is sampled only while its samples span this fraction of
 // its window.
-constexpr double kWanderFullWindow = 0.9;
+constexpr double kWanderFullWindow = 0.5;
 
 }  // namespace
 
@@ -301,7 +301,7 @@ void AdaptiveWindowEstimator::Select(const std::array<TimeEstimate, kMaxLevels>&
 void AdaptiveWindowEstimator::RecordDrifts(
     const std::array<TimeEstimate, kMaxLevels>& now, int64_t x) {
   for (size_t k = 0; k < levels_.size(); ++k) {
-    // Only full windows: a young one's slope rests on a few samples.
+    // Only windows at least half full: a young one rests on a few samples.
     if (now[k].state == SyncState::kUnsynced ||
         static_cast<double>(levels_[k]->window_span_ns()) <
             kWanderFullWindow *
@@ -320,6 +320,7 @@ void AdaptiveWindowEstimator::RecordDrifts(
     wander_sum_[k] = wander_sum_[k] * kWanderDecay +
                      change * change / (static_cast<double>(elapsed) * 1e-9);
     wander_weight_[k] = wander_weight_[k] * kWanderDecay + 1;
+    ++wander_count_[k];
     drift_x_[k] = x;
     drift_ppb_[k] = now[k].drift_ppb;
   }
@@ -329,7 +330,7 @@ bool AdaptiveWindowEstimator::WanderNegligible() const {
   const double limit =
       kNegligibleWanderFraction * config_.base.wander_ppb_per_sqrt_s;
   for (size_t k = 0; k < levels_.size(); ++k) {
-    if (wander_weight_[k] < kWanderMinDifferences) continue;
+    if (wander_count_[k] < kWanderMinDifferences) continue;
     if (wander_sum_[k] / wander_weight_[k] < limit * limit) return true;
   }
   return false;
@@ -423,6 +424,7 @@ AddResult AdaptiveWindowEstimator::Add(const ProbeSample& s) {
   std::array<TimeEstimate, kMaxLevels> now;
   for (size_t k = 0; k < levels_.size(); ++k) now[k] = levels_[k]->Estimate(x);
   Select(now, x);
+  RecordDrifts(now, x);
   if (now[0].state != SyncState::kUnsynced &&
       (pending_.empty() ? x >= next_checkpoint_x_
                         : x >= pending_.back().x + reference_ns_ / 2)) {
@@ -442,7 +444,6 @@ AddResult AdaptiveWindowEstimator::Add(const ProbeSample& s) {
     pending_.push_back(c);
     next_checkpoint_x_ = x + reference_ns_ / 2;
     RecordRanges();
-    RecordDrifts(now, x);
     home_ = HomeCandidate();
   }
   return result;

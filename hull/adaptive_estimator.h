@@ -60,9 +60,10 @@
 //    while it is significantly better than the home (step 3's test, against
 //    the home) as well as than the incumbent. The allowance is an upper
 //    bound of the wander; when the clock wanders far less (some level's
-//    drift, sampled a window apart T on full windows, changes by less than
-//    0.1 σ √T in RMS over at least 2 such differences: a linear clock at
-//    this noise level), the home is the longest window.
+//    drift, sampled a window apart T once its window is half full,
+//    changes by less than 0.1 σ √T in RMS over at least 3 such
+//    differences: a linear clock at this noise level), the home is the
+//    longest window.
 //
 // The answering level's bound is its own (each level's bound is valid
 // alone), and its estimate lies inside it.
@@ -229,6 +230,7 @@ class AdaptiveWindowEstimator final : public Estimator {
   std::array<bool, kMaxLevels> have_drift_{};
   std::array<double, kMaxLevels> wander_sum_{};
   std::array<double, kMaxLevels> wander_weight_{};
+  std::array<int, kMaxLevels> wander_count_{};  // Differences taken.
   // When each level's range last blew up (congestion), for eligibility.
   std::array<int64_t, kMaxLevels> blown_x_{};
   std::array<bool, kMaxLevels> have_blown_{};
