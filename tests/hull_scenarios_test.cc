@@ -151,10 +151,12 @@ TEST(DriftStabilityTest, ErrorDoesNotRampOnAStableClock) {
 // scenario half as long; //tools/simulate:accuracy_table prints the long
 // one, 10 seeds, and checks the targets there). Here: no bound of the
 // adaptive estimators misses the truth on any scenario, and the adaptive
-// choice stays near the best fixed window and near the 300 s window,
-// within tolerances wide enough for 2 short seeds and narrow enough that
-// a selector chasing delay noise fails (the one before the checkpoint
-// references was 5 to 117 times the best window on 103, 112 and 113).
+// choice stays within 1.25 times the best fixed window and within the
+// 300 s window (+2 %), tolerances wide enough for 2 short seeds (the
+// worst is 1.12 times, on 114) and narrow enough that a selector chasing
+// delay noise fails (the one before the checkpoint references was 5 to
+// 117 times the best window on 103, 112 and 113; the one before the home
+// candidate 1.37 times on 103 and 1.34 times on 113 over 10 seeds).
 TEST(AccuracyTableTest, ShortForm) {
   const std::vector<TableColumn> columns = StandardColumns();
   const std::vector<TableRow> rows =
@@ -171,10 +173,10 @@ TEST(AccuracyTableTest, ShortForm) {
           << row.scenario << " " << columns[c].name;
     }
     const double adaptive = row.results[kAdaptiveColumn].rms_ns();
-    EXPECT_LE(adaptive, 2.5 * row.best_fixed_rms_ns() + kSlackNs)
+    EXPECT_LE(adaptive, 1.25 * row.best_fixed_rms_ns() + kSlackNs)
         << row.scenario;
     EXPECT_LE(adaptive,
-              1.25 * row.results[kFixed300Column].rms_ns() + kSlackNs)
+              1.02 * row.results[kFixed300Column].rms_ns() + kSlackNs)
         << row.scenario;
   }
 }
