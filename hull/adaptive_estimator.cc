@@ -16,6 +16,11 @@ constexpr double kConfidenceZ = 1.5;
 // Checkpoints overlap by half (every D/2, each reference D long): the
 // effective number of independent scores is about half their count.
 constexpr double kCheckpointOverlap = 2.0;
+// The errors of two windows stay correlated over about the shorter one's
+// length: a pair's checkpoints (every D/2) count as one independent score
+// per shorter window / (this many D), at least (for pairs of long windows,
+// whose paired differences move slowly: one per quarter window).
+constexpr double kCorrelationFactor = 2.0;
 // No level but the longest answers before this many effective checkpoints.
 constexpr double kMinEffectiveCheckpoints = 4.0;
 // A level whose hull range is wider than this times the next longer
@@ -82,6 +87,10 @@ AdaptiveWindowEstimator::AdaptiveWindowEstimator(const AdaptiveConfig& config)
           levels_[(a + 1) / 2]->config().window_ns,
           levels_[(b + 1) / 2]->config().window_ns);
       kind_[a][b] = shorter >= kLongPairWindows * long_reference_ns_ ? 1 : 0;
+      overlap_[a][b] = std::max(
+          kCheckpointOverlap * (kind_[a][b] == 1 ? kLongReferenceFactor : 1),
+          static_cast<double>(shorter) /
+              (kCorrelationFactor * static_cast<double>(reference_ns_)));
     }
   }
 }
@@ -112,8 +121,7 @@ double AdaptiveWindowEstimator::PairedUpperBound(int a, int b) const {
   const double mean = p.sum_d / w;
   const double variance = std::max(0.0, p.sum_d2 / w - mean * mean);
   // Long references overlap kLongReferenceFactor times more.
-  const double overlap =
-      kCheckpointOverlap * (kind == 1 ? kLongReferenceFactor : 1);
+  const double overlap = overlap_[a][b];
   const double effective = w * w / weight_sum2_[kind] / overlap;
   if (effective < kMinEffectiveCheckpoints) {
     return std::numeric_limits<double>::infinity();

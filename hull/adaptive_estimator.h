@@ -32,7 +32,11 @@
 // 3. Significance. The candidates are the levels and the means of
 //    neighbouring levels. Every pair (a, b) is scored by the paired
 //    difference d = (θ_a − ref)² − (θ_b − ref)², its exponentially weighted
-//    mean μ and standard error s over `score_time_constant_ns`. The answer
+//    mean μ and standard error s over `score_time_constant_ns` (the
+//    checkpoints counted as independent: one per D for the short
+//    reference, per 2D for the long one, and at most one per quarter of
+//    the shorter window of the pair, over whose length the two windows'
+//    errors stay correlated). The answer
 //    moves from the incumbent b to the candidate a with the lowest
 //    μ + 1.5 s, when that is negative: another candidate answers only when
 //    it is better beyond what the reference's noise explains.
@@ -187,6 +191,8 @@ class AdaptiveWindowEstimator final : public Estimator {
   int64_t long_reference_ns_ = 0;
   // PairKind by candidate pair.
   std::array<std::array<uint8_t, kMaxCandidates>, kMaxCandidates> kind_{};
+  // How many checkpoints of pair (a, b) count as one independent score.
+  std::array<std::array<double, kMaxCandidates>, kMaxCandidates> overlap_{};
   // Where the windows began filling: the first sample, or the last cut.
   bool have_start_ = false;
   int64_t start_x_ = 0;
