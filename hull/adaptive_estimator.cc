@@ -21,6 +21,10 @@ constexpr double kCheckpointOverlap = 2.0;
 // per shorter window / (this many D), at least (for pairs of long windows,
 // whose paired differences move slowly: one per quarter window).
 constexpr double kCorrelationFactor = 2.0;
+// Against the home, the paired differences stay correlated over the longer
+// window of the pair: leaving the home counts one independent score per
+// longer window / (this many D) checkpoints (one per eighth of it).
+constexpr double kHomeCorrelationFactor = 4.0;
 // No level but the longest answers before this many effective checkpoints.
 constexpr double kMinEffectiveCheckpoints = 4.0;
 // A level whose hull range is wider than this times the next longer
@@ -91,6 +95,12 @@ AdaptiveWindowEstimator::AdaptiveWindowEstimator(const AdaptiveConfig& config)
           kCheckpointOverlap * (kind_[a][b] == 1 ? kLongReferenceFactor : 1),
           static_cast<double>(shorter) /
               (kCorrelationFactor * static_cast<double>(reference_ns_)));
+      const int64_t longer = std::max(levels_[a / 2]->config().window_ns,
+                                      levels_[b / 2]->config().window_ns);
+      home_overlap_[a][b] = std::max(
+          overlap_[a][b],
+          static_cast<double>(longer) /
+              (kHomeCorrelationFactor * static_cast<double>(reference_ns_)));
     }
   }
 }
@@ -113,7 +123,8 @@ double AdaptiveWindowEstimator::score_upper_bound(int level) const {
   return level <= 0 ? 0 : PairedUpperBound(2 * level, 0);
 }
 
-double AdaptiveWindowEstimator::PairedUpperBound(int a, int b) const {
+double AdaptiveWindowEstimator::PairedUpperBound(int a, int b,
+                                                 bool against_home) const {
   const int kind = PairKind(a, b);
   const double w = weight_sum_[kind];
   if (w <= 0) return std::numeric_limits<double>::infinity();
@@ -121,7 +132,7 @@ double AdaptiveWindowEstimator::PairedUpperBound(int a, int b) const {
   const double mean = p.sum_d / w;
   const double variance = std::max(0.0, p.sum_d2 / w - mean * mean);
   // Long references overlap kLongReferenceFactor times more.
-  const double overlap = overlap_[a][b];
+  const double overlap = against_home ? home_overlap_[a][b] : overlap_[a][b];
   const double effective = w * w / weight_sum2_[kind] / overlap;
   if (effective < kMinEffectiveCheckpoints) {
     return std::numeric_limits<double>::infinity();
@@ -285,7 +296,7 @@ void AdaptiveWindowEstimator::Select(const std::array<TimeEstimate, kMaxLevels>&
   // A candidate other than home answers only while it is significantly
   // better than home.
   auto beats_home = [&](int c) {
-    return c == home || PairedUpperBound(c, home) < 0;
+    return c == home || PairedUpperBound(c, home, /*against_home=*/true) < 0;
   };
   int incumbent = candidate_;
   while (incumbent > 0 && !candidate_eligible(incumbent)) --incumbent;

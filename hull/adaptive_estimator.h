@@ -62,7 +62,10 @@
 //    the samples per second, both over the last 127 samples; the home is
 //    the candidate nearest W* in log2. Any other candidate answers only
 //    while it is significantly better than the home (step 3's test, against
-//    the home) as well as than the incumbent. The allowance is an upper
+//    the home, with the checkpoints counted as one independent score per
+//    eighth of the longer window of the pair: the home's errors and a
+//    neighbour's stay correlated that long, and a pair's differences drift
+//    slowly on noise) as well as than the incumbent. The allowance is an upper
 //    bound of the wander; when the clock wanders far less (some level's
 //    drift, sampled a window apart T once its window is half full,
 //    changes by less than 0.1 σ √T in RMS over at least 3 such
@@ -160,7 +163,9 @@ class AdaptiveWindowEstimator final : public Estimator {
     double sum_d2 = 0;  // Σ w d²
   };
   // Upper confidence bound of the mean of (θ_a − ref)² − (θ_b − ref)².
-  double PairedUpperBound(int a, int b) const;
+  // Against the home (against_home), the errors count as correlated over
+  // the longer window of the pair (home_overlap_).
+  double PairedUpperBound(int a, int b, bool against_home = false) const;
   // Which reference candidates a and b are compared on: 1 (the long one)
   // when both lean on windows at least kLongPairWindows long references,
   // else 0.
@@ -193,6 +198,9 @@ class AdaptiveWindowEstimator final : public Estimator {
   std::array<std::array<uint8_t, kMaxCandidates>, kMaxCandidates> kind_{};
   // How many checkpoints of pair (a, b) count as one independent score.
   std::array<std::array<double, kMaxCandidates>, kMaxCandidates> overlap_{};
+  // The same for leaving the home: over the longer window of the pair.
+  std::array<std::array<double, kMaxCandidates>, kMaxCandidates>
+      home_overlap_{};
   // Where the windows began filling: the first sample, or the last cut.
   bool have_start_ = false;
   int64_t start_x_ = 0;
