@@ -69,7 +69,8 @@
 //    bound of the wander; when the clock wanders far less (some level's
 //    drift, sampled a window apart T once its window is half full,
 //    changes by less than 0.1 σ √T in RMS over at least 3 such
-//    differences: a linear clock at this noise level), the home is the
+//    differences, or 0.05 σ √T over 2: a linear clock at this noise
+//    level), the home is the
 //    longest window.
 //
 // The answering level's bound is its own (each level's bound is valid
