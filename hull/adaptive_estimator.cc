@@ -23,8 +23,8 @@ constexpr double kCheckpointOverlap = 2.0;
 constexpr double kCorrelationFactor = 2.0;
 // Against the home, the paired differences stay correlated over the longer
 // window of the pair: leaving the home counts one independent score per
-// longer window / (this many D) checkpoints (one per eighth of it).
-constexpr double kHomeCorrelationFactor = 4.0;
+// longer window / (this many D) checkpoints (one per tenth of it).
+constexpr double kHomeCorrelationFactor = 5.0;
 // No level but the longest answers before this many effective checkpoints.
 constexpr double kMinEffectiveCheckpoints = 4.0;
 // A level whose hull range is wider than this times the next longer

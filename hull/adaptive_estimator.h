@@ -63,7 +63,7 @@
 //    the candidate nearest W* in log2. Any other candidate answers only
 //    while it is significantly better than the home (step 3's test, against
 //    the home, with the checkpoints counted as one independent score per
-//    eighth of the longer window of the pair: the home's errors and a
+//    tenth of the longer window of the pair: the home's errors and a
 //    neighbour's stay correlated that long, and a pair's differences drift
 //    slowly on noise) as well as than the incumbent. The allowance is an upper
 //    bound of the wander; when the clock wanders far less (some level's
