@@ -371,7 +371,7 @@ int64_t AdaptiveWindowEstimator::RoundTripSpanNs() const {
   return round_trip_x_[newest] - round_trip_x_[oldest];
 }
 
-int AdaptiveWindowEstimator::HomeCandidate() const {
+int AdaptiveWindowEstimator::HomeCandidate() {
   if (config_.base.wander_ppb_per_sqrt_s <= 0 || WanderNegligible()) return 0;
   const int n = round_trips_count_;
   if (n < kHomeMinRoundTrips) return 0;
@@ -382,7 +382,15 @@ int AdaptiveWindowEstimator::HomeCandidate() const {
   const double span_s = static_cast<double>(RoundTripSpanNs()) * 1e-9;
   if (span_s <= 0) return 0;
   const double rate = (n - 1) / span_s;
-  const double spread = std::max(median - minimum, 1.0);
+  // The smallest spread of the last kSpreadFloorCheckpoints: a congestion
+  // episode raises the median round trip for a while, not the window the
+  // clean delays call for.
+  spreads_[spreads_next_] = median - minimum;
+  spreads_next_ = (spreads_next_ + 1) % kSpreadFloorCheckpoints;
+  spreads_count_ = std::min(spreads_count_ + 1, kSpreadFloorCheckpoints);
+  const double spread = std::max(
+      *std::min_element(spreads_.begin(), spreads_.begin() + spreads_count_),
+      1.0);
   const double home_s =
       kHomeScale * std::pow(spread / (rate * config_.base.wander_ppb_per_sqrt_s),
                             kHomeExponent);

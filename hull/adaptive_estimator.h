@@ -59,7 +59,9 @@
 //    (∝ σ W^1.5) meets the delay noise's (∝ spread / (rate W)),
 //      W* = 2.4 s × (spread / (rate σ))^0.4,
 //    spread the median round trip's excess over the minimum (ns) and rate
-//    the samples per second, both over the last 127 samples; the home is
+//    the samples per second, both over the last 127 samples (the spread:
+//    the smallest at the last 4 checkpoints, so that a congestion
+//    episode's round trips do not move the home); the home is
 //    the candidate nearest W* in log2. Any other candidate answers only
 //    while it is significantly better than the home (step 3's test, against
 //    the home, with the checkpoints counted as one independent score per
@@ -137,6 +139,9 @@ class AdaptiveWindowEstimator final : public Estimator {
   // Candidates: 2k is level k's estimate, 2k + 1 the mean of levels k and
   // k + 1 (a window between the two).
   static constexpr int kMaxCandidates = 2 * kMaxLevels - 1;
+  // The home's spread is the smallest over this many checkpoints (D/2
+  // apart: over 28 s with a 37.5 s shortest window).
+  static constexpr int kSpreadFloorCheckpoints = 4;
   // The candidate answering now, and the home candidate.
   int selected_candidate() const { return candidate_; }
   int home_candidate() const { return home_; }
@@ -180,8 +185,8 @@ class AdaptiveWindowEstimator final : public Estimator {
   // Adds the current ranges to the rings and updates their medians.
   void RecordRanges();
   // The home candidate: the window the delay spread and the configured
-  // wander allowance call for (see the header).
-  int HomeCandidate() const;
+  // wander allowance call for (see the header). Records the spread.
+  int HomeCandidate();
   // newest − oldest t4 of the round trips held, ns.
   int64_t RoundTripSpanNs() const;
   // Samples each level's drift a window apart (see drift_x_).
@@ -236,6 +241,11 @@ class AdaptiveWindowEstimator final : public Estimator {
   int round_trips_count_ = 0;
   int round_trips_next_ = 0;
   std::array<int64_t, 127> round_trip_x_{};  // Their t4.
+  // The round trips' spread (median − minimum) at the last checkpoints
+  // (ring), for the home.
+  std::array<double, kSpreadFloorCheckpoints> spreads_{};
+  int spreads_count_ = 0;
+  int spreads_next_ = 0;
   // Measured wander: each level's drift is sampled a window apart (two
   // disjoint sets of samples); Σ w (Δβ)² / T over those differences
   // (ppb²/s), and Σ w. An upper bound of the clock's wander (the drifts'
