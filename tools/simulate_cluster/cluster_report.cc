@@ -228,7 +228,12 @@ std::string ReportText(const ClusterSimOptions& o, const ClusterSimReport& r) {
          Fmt("%.0f", r.new_master_error_ns_end) + " ns (bound ±" +
          Fmt("%.0f", r.new_master_bound_ns_end) + " ns)\n";
   }
-  const double deepest = r.depths.empty() ? 0 : r.depths.back().rms_ns;
+  // The deepest level of the tree at the end (a level only passed through
+  // while the tree re-formed has samples but no nodes).
+  double deepest = 0;
+  for (const ErrorStats& d : r.depths) {
+    if (d.nodes > 0) deepest = d.rms_ns;
+  }
   t += "\nwall " + Fmt("%.1f", r.wall_s) + " s\n";
   t += "FIGURE sim_node_seconds_per_wall_second " + Fmt("%.0f", r.node_seconds_per_wall_second) + " 1/s\n";
   t += "FIGURE sim_bytes_per_node " + Fmt("%.0f", r.bytes_per_node) + " B\n";
