@@ -6,6 +6,7 @@ from simulate_cluster's JSON reports (run_scale.sh writes them).
                    line per (nodes, fan-out) run (depth_n*_f*.json)
   scale_churn.png  RMS and largest error and the median half-width over
                    time through the churn run's events (churn_*.json)
+  scale_takeover.png  the same through a master takeover (takeover_*.json)
 
 Usage: plot_scale.py --in=DIR --out=DIR   (Debian's python3-matplotlib)
 """
@@ -54,7 +55,8 @@ def plot_depth(runs, out):
     print("wrote", out)
 
 
-def plot_churn(name, r, out):
+def plot_churn(name, r, out, what="churn",
+               xlabel="simulated time, s (grey: 1 % of nodes killed; red: rack failure, partition)"):
     series = r["series"]
     t = [p[0] for p in series]
     fig, ax = plt.subplots(figsize=(11, 4.5))
@@ -69,10 +71,10 @@ def plot_churn(name, r, out):
             ax.annotate(" " + e["kind"], (e["at_s"], 0.02), xycoords=("data", "axes fraction"),
                         color="red", rotation=90, va="bottom", fontsize=8)
     ax.set_yscale("log")
-    ax.set_xlabel("simulated time, s (grey: 1 % of nodes killed; red: rack failure, partition)")
+    ax.set_xlabel(xlabel)
     ax.set_ylabel("ns")
     o = r["options"]
-    ax.set_title(f"churn: {o['nodes']:,} nodes, fan-out {o['fanout']}")
+    ax.set_title(f"{what}: {o['nodes']:,} nodes, fan-out {o['fanout']}")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
@@ -87,13 +89,18 @@ def main():
     a = p.parse_args()
     depth = load(os.path.join(a.inp, "depth_n*_f*.json"))
     churn = load(os.path.join(a.inp, "churn_*.json"))
-    if not depth and not churn:
-        sys.exit(f"plot_scale.py: no depth_*.json or churn_*.json in {a.inp}")
+    takeover = load(os.path.join(a.inp, "takeover_*.json"))
+    if not depth and not churn and not takeover:
+        sys.exit(f"plot_scale.py: no depth_*, churn_* or takeover_*.json in {a.inp}")
     if depth:
         plot_depth(depth, os.path.join(a.out, "scale_depth.png"))
     if churn:
         name, r = max(churn, key=lambda x: x[1]["options"]["nodes"])
         plot_churn(name, r, os.path.join(a.out, "scale_churn.png"))
+    if takeover:
+        name, r = max(takeover, key=lambda x: x[1]["options"]["nodes"])
+        plot_churn(name, r, os.path.join(a.out, "scale_takeover.png"), "master takeover",
+                   "simulated time, s (red: the master dies; a standby takes over)")
 
 
 if __name__ == "__main__":

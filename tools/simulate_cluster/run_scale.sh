@@ -8,7 +8,7 @@
 #   tools/simulate_cluster/run_scale.sh [--out=DIR] [--quick] [--only=NAME]
 #
 # --quick runs 1k and 10k only (minutes, not hours); --only runs one part:
-# depth, churn, calibration, rate, perf. Every report also goes to
+# depth, churn, takeover, calibration, rate, perf. Every report also goes to
 # OUT/NAME.txt, whose last lines are the FIGURE lines.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -65,6 +65,13 @@ if want churn; then
   run "churn_n${n}" --nodes=$n --fanout=16 --duration_s=900 --warmup_s=300 --seed=2 \
     --kill_pct_per_min=1 --restart_after_s=60 --rack_failure_at_s=420 \
     --partition_at_s=600 --partition_s=30 --series_bucket_s=5
+fi
+
+if want takeover; then
+  # The master dies for good at 300 s; one of 3 standbys takes over.
+  n=10000
+  run "takeover_n${n}" --nodes=$n --fanout=16 --duration_s=900 --warmup_s=200 --seed=6 \
+    --standbys=3 --master_failure_at_s=300 --steps_per_node_hour=0 --series_bucket_s=5
 fi
 
 if want calibration; then
