@@ -32,7 +32,6 @@ constexpr double kMinEffectiveCheckpoints = 4.0;
 constexpr double kEligibleRangeRatio = 4.0;
 // After its range blew up, a level may answer again only when this
 // fraction of its window has passed.
-constexpr bool kBlownCascade = true;
 constexpr double kBlownWindowFraction = 0.25;
 constexpr double kCleanWindowFraction = 1.0;
 // A level whose samples span less than this fraction of what its window
@@ -260,7 +259,7 @@ void AdaptiveWindowEstimator::Select(const std::array<TimeEstimate, kMaxLevels>&
                            2 * levels_[k]->AllowanceAtNs(x);
   }
   for (size_t k = 1; k < levels_.size(); ++k) {
-    blown_now[k] = blown_now[k] || (kBlownCascade && k + 2 == levels_.size() &&
+    blown_now[k] = blown_now[k] || (k + 2 == levels_.size() &&
                                     blown_now[k + 1]);
     if (blown_now[k]) {
       if (!have_blown_[k] || x - blown_x_[k] > reference_ns_) {

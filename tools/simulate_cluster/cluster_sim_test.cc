@@ -99,40 +99,30 @@ TEST(ClusterSimTest, DeterministicBySeedForAnyThreadCount) {
 // churn, time falls back to short slices around each event, on another
 // grid, so only the quiet run is the same to the bit.
 TEST(ClusterSimTest, LongSlicesGiveTheSameRun) {
+  // The report of a run with `o`, with long slices or without.
+  auto run = [](ClusterSimOptions o, double long_slice_s) {
+    o.long_slice_s = long_slice_s;
+    ClusterSim sim(o);
+    EXPECT_EQ(sim.Run(), "");
+    return sim.report();
+  };
   ClusterSimOptions o = Small(300, 4, 90);
-  o.long_slice_s = 0;
-  ClusterSim a(o);
-  ASSERT_EQ(a.Run(), "");
-  o.long_slice_s = 8;
-  ClusterSim b(o);
-  ASSERT_EQ(b.Run(), "");
-  ExpectSameStats(a.report(), b.report());
+  ExpectSameStats(run(o, 0), run(o, 8));
   o.probe_interval_s = 0.25;  // 10 intervals: slices of 2.5 s.
-  o.long_slice_s = 0;
-  ClusterSim c(o);
-  ASSERT_EQ(c.Run(), "");
-  o.long_slice_s = 8;
-  ClusterSim d(o);
-  ASSERT_EQ(d.Run(), "");
-  ExpectSameStats(c.report(), d.report());
+  ExpectSameStats(run(o, 0), run(o, 8));
 
   o = Small(300, 4, 150);
   o.kill_pct_per_min = 3;
   o.restart_after_s = 20;
-  o.long_slice_s = 0;
-  ClusterSim e(o);
-  ASSERT_EQ(e.Run(), "");
-  o.long_slice_s = 8;
-  ClusterSim f(o);
-  ASSERT_EQ(f.Run(), "");
-  ASSERT_EQ(e.report().events.size(), f.report().events.size());
-  for (size_t k = 0; k < e.report().events.size(); ++k) {
-    EXPECT_EQ(e.report().events[k].killed, f.report().events[k].killed);
-    EXPECT_EQ(e.report().events[k].not_rejoined, f.report().events[k].not_rejoined);
+  const ClusterSimReport e = run(o, 0);
+  const ClusterSimReport f = run(o, 8);
+  ASSERT_EQ(e.events.size(), f.events.size());
+  for (size_t k = 0; k < e.events.size(); ++k) {
+    EXPECT_EQ(e.events[k].killed, f.events[k].killed);
+    EXPECT_EQ(e.events[k].not_rejoined, f.events[k].not_rejoined);
   }
-  EXPECT_NEAR(f.report().overall.rms_ns, e.report().overall.rms_ns,
-              0.05 * e.report().overall.rms_ns);
-  EXPECT_GE(f.report().overall.coverage, 0.999);
+  EXPECT_NEAR(f.overall.rms_ns, e.overall.rms_ns, 0.05 * e.overall.rms_ns);
+  EXPECT_GE(f.overall.coverage, 0.999);
 }
 
 // 400 nodes at fan-out 4: depth within ceil(log_4 401) + 1 = 6, the bound
