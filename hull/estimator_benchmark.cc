@@ -12,6 +12,8 @@
 //   FIGURE adaptive_ns_per_sample_300k <ns> ns         (library default:
 //                                                       5 windows)
 //   FIGURE adaptive_daemon_ns_per_sample_300k <ns> ns  (4 windows)
+//   FIGURE adaptive_daemon_ns_per_sample_300s <ns> ns  (4 windows, 1 probe/s,
+//                                                       300 s: 300 samples)
 //
 // Figures are CPU time per iteration (the machine is shared; wall time
 // moves with its load; both are in the table above the figures).
@@ -43,15 +45,15 @@ constexpr int64_t kPeriodNs = 1'000'000;  // 1 kHz probes.
 // delays (mean 20 us over a 10 us minimum each way), Unix-epoch timestamps.
 class SampleStream {
  public:
-  SampleStream() {
+  explicit SampleStream(int64_t period_ns = kPeriodNs) : period_ns_(period_ns) {
     std::mt19937_64 rng(1);
     std::exponential_distribution<double> jitter(1.0 / 20'000);
     delays_.resize(1 << 16);
     for (int64_t& d : delays_) d = 10'000 + static_cast<int64_t>(jitter(rng));
   }
   ProbeSample Next() {
-    const int64_t t1 = 3'600'000'000'000 + n_ * kPeriodNs;
-    const int64_t theta = 1'800'000'000'000'000'000 + (n_ * kPeriodNs) / 20'000;
+    const int64_t t1 = 3'600'000'000'000 + n_ * period_ns_;
+    const int64_t theta = 1'800'000'000'000'000'000 + (n_ * period_ns_) / 20'000;
     const int64_t d1 = delays_[(2 * n_) & (delays_.size() - 1)];
     const int64_t d2 = delays_[(2 * n_ + 1) & (delays_.size() - 1)];
     ++n_;
@@ -61,6 +63,7 @@ class SampleStream {
   }
 
  private:
+  int64_t period_ns_;
   std::vector<int64_t> delays_;
   int64_t n_ = 0;
 };
@@ -112,6 +115,26 @@ void BM_Adaptive(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_Adaptive)->Args({300'000, 0})->Args({300'000, 1});
+
+// The daemon's and the cluster simulator's case: 1 probe/s, 4 windows of
+// 300 s down to 37.5 s (300 samples in the longest), score memory one
+// window, as tools/simulate_cluster configures it.
+void BM_AdaptiveDaemon1Hz(benchmark::State& state) {
+  constexpr int64_t kOneSecondNs = 1'000'000'000;
+  AdaptiveConfig config;
+  config.levels = 4;
+  config.base.window_ns = state.range(0) * kOneSecondNs;
+  config.score_time_constant_ns = config.base.window_ns;
+  const std::unique_ptr<Estimator> est = MakeEstimator(config);
+  SampleStream stream(kOneSecondNs);
+  for (int64_t i = 0; i < 2 * state.range(0); ++i) est->Add(stream.Next());
+  for (auto _ : state) {
+    const ProbeSample s = stream.Next();
+    est->Add(s);
+    benchmark::DoNotOptimize(est->Estimate(s.t4_ns));
+  }
+}
+BENCHMARK(BM_AdaptiveDaemon1Hz)->Arg(300);
 
 // The baseline: keep the window's samples; per sample, rebuild both hulls
 // with a monotone chain over the whole window and solve.
@@ -197,6 +220,11 @@ int main(int argc, char** argv) {
       std::printf("FIGURE adaptive_daemon_ns_per_sample_300k %.1f ns\n",
                   daemon->second);
     }
+  }
+  const auto daemon_300s = t.find("BM_AdaptiveDaemon1Hz/300");
+  if (daemon_300s != t.end()) {
+    std::printf("FIGURE adaptive_daemon_ns_per_sample_300s %.1f ns\n",
+                daemon_300s->second);
   }
   return 0;
 }
