@@ -75,6 +75,24 @@ constexpr double kWanderDecay = 0.95;
 // its window.
 constexpr double kWanderFullWindow = 0.5;
 
+// The first `count` entries of `sorted` hold a ring's values in order;
+// the ring's next slot is overwritten: when `full`, its old value `out`
+// leaves, and `in` enters. Same values as sorting the ring afresh.
+template <size_t N>
+void ReplaceSorted(std::array<double, N>* sorted, int count, bool full,
+                   double out, double in) {
+  double* begin = sorted->data();
+  double* end = begin + count;
+  if (full) {
+    double* old = std::lower_bound(begin, end, out);
+    std::copy(old + 1, end, old);
+    --end;
+  }
+  double* at = std::upper_bound(begin, end, in);
+  std::copy_backward(at, end, end + 1);
+  *at = in;
+}
+
 }  // namespace
 
 AdaptiveWindowEstimator::AdaptiveWindowEstimator(const AdaptiveConfig& config)
@@ -85,6 +103,9 @@ AdaptiveWindowEstimator::AdaptiveWindowEstimator(const AdaptiveConfig& config)
     levels_.push_back(std::make_unique<TwoHullEstimator>(c));
   }
   candidates_ = 2 * config.levels - 1;
+  bound_cache_.assign(static_cast<size_t>(2 * candidates_ * candidates_), 0);
+  bound_valid_.assign(bound_cache_.size(), 0);
+  ranges_sorted_.resize(levels_.size());
   reference_ns_ = std::max<int64_t>(1, levels_.back()->config().window_ns / 2);
   long_reference_ns_ = kLongReferenceFactor * reference_ns_;
   for (int a = 0; a < candidates_; ++a) {
@@ -129,6 +150,19 @@ double AdaptiveWindowEstimator::score_upper_bound(int level) const {
 
 double AdaptiveWindowEstimator::PairedUpperBound(int a, int b,
                                                  bool against_home) const {
+  // The bound moves only when a checkpoint is scored (ScoreCheckpoint
+  // clears the cache); Select asks for the same pairs at every sample.
+  const size_t i = static_cast<size_t>(
+      ((against_home ? candidates_ : 0) + a) * candidates_ + b);
+  if (!bound_valid_[i]) {
+    bound_cache_[i] = ComputePairedUpperBound(a, b, against_home);
+    bound_valid_[i] = 1;
+  }
+  return bound_cache_[i];
+}
+
+double AdaptiveWindowEstimator::ComputePairedUpperBound(
+    int a, int b, bool against_home) const {
   const int kind = PairKind(a, b);
   const double w = weight_sum_[kind];
   if (w <= 0) return std::numeric_limits<double>::infinity();
@@ -146,13 +180,15 @@ double AdaptiveWindowEstimator::PairedUpperBound(int a, int b,
 
 bool AdaptiveWindowEstimator::IsPure(double width_ns, int kind) {
   std::array<double, 31>& widths = widths_[kind];
+  std::array<double, 31>& sorted = widths_sorted_[kind];
   const int size = static_cast<int>(widths.size());
+  ReplaceSorted(&sorted, widths_count_[kind],
+                widths_count_[kind] == size, widths[widths_next_[kind]],
+                width_ns);
   widths[widths_next_[kind]] = width_ns;
   widths_next_[kind] = (widths_next_[kind] + 1) % size;
   const int count = widths_count_[kind] = std::min(widths_count_[kind] + 1, size);
   if (count < kPurityMinWidths) return true;
-  std::array<double, 31> sorted = widths;
-  std::sort(sorted.begin(), sorted.begin() + count);
   const double minimum = sorted[0];
   const double median = sorted[count / 2];
   return width_ns <= median + kPurityFactor * (median - minimum);
@@ -177,6 +213,7 @@ void AdaptiveWindowEstimator::ScoreCheckpoint(const Checkpoint& c, int kind) {
                          std::max<int64_t>(0, c.x - last_score_x_[kind])) /
                      static_cast<double>(config_.score_time_constant_ns));
   last_score_x_[kind] = c.x;
+  std::fill(bound_valid_.begin(), bound_valid_.end(), 0);
   weight_sum_[kind] = weight_sum_[kind] * decay + 1;
   weight_sum2_[kind] = weight_sum2_[kind] * decay * decay + 1;
   const size_t n = static_cast<size_t>(candidates_);
@@ -236,13 +273,20 @@ void AdaptiveWindowEstimator::Select(const std::array<TimeEstimate, kMaxLevels>&
   // The next longer level holds most of the same congested samples: it
   // counts as blown with the shorter one.
   std::array<bool, kMaxLevels + 1> blown_now{};
+  // Each synced level's hull range at x, without the wander allowance.
+  std::array<double, kMaxLevels> hull_range{};
+  for (size_t k = 0; k < levels_.size(); ++k) {
+    const TimeEstimate& e = now[k];
+    if (e.state == SyncState::kUnsynced) continue;
+    hull_range[k] = static_cast<double>(e.latest_ns - e.earliest_ns) -
+                    2 * levels_[k]->AllowanceAtNs(x);
+  }
   for (size_t k = 1; k < levels_.size(); ++k) {
     const TimeEstimate& e = now[k];
     if (e.state == SyncState::kUnsynced || ranges_count_ < kPurityMinWidths) {
       continue;
     }
-    const double range = static_cast<double>(e.latest_ns - e.earliest_ns) -
-                         2 * levels_[k]->AllowanceAtNs(x);
+    const double range = hull_range[k];
     // Only a level that has had a whole window since the windows began
     // filling (or were cut) can lose its low-delay samples to congestion.
     blown_now[k] = range > kEligibleRangeRatio * median_range_[k] &&
@@ -253,10 +297,7 @@ void AdaptiveWindowEstimator::Select(const std::array<TimeEstimate, kMaxLevels>&
     if (e.state == SyncState::kUnsynced) continue;
     // A blown range would raise the median it is judged against: the
     // median's own value is recorded instead.
-    current_range_[k] =
-        blown_now[k] ? median_range_[k]
-                     : static_cast<double>(e.latest_ns - e.earliest_ns) -
-                           2 * levels_[k]->AllowanceAtNs(x);
+    current_range_[k] = blown_now[k] ? median_range_[k] : hull_range[k];
   }
   for (size_t k = 1; k < levels_.size(); ++k) {
     blown_now[k] = blown_now[k] || (k + 2 == levels_.size() &&
@@ -274,8 +315,7 @@ void AdaptiveWindowEstimator::Select(const std::array<TimeEstimate, kMaxLevels>&
   for (size_t k = 0; k < levels_.size(); ++k) {
     const TimeEstimate& e = now[k];
     if (e.state == SyncState::kUnsynced) break;
-    const double range = static_cast<double>(e.latest_ns - e.earliest_ns) -
-                         2 * levels_[k]->AllowanceAtNs(x);
+    const double range = hull_range[k];
     const double fillable_ns = static_cast<double>(
         std::min(levels_[k]->config().window_ns, x - start_x_));
     const bool filled = static_cast<double>(levels_[k]->window_span_ns()) >=
@@ -402,15 +442,14 @@ int AdaptiveWindowEstimator::HomeCandidate() {
 void AdaptiveWindowEstimator::RecordRanges() {
   const int n = static_cast<int>(ranges_[0].size());
   for (size_t k = 0; k < levels_.size(); ++k) {
+    ReplaceSorted(&ranges_sorted_[k], ranges_count_, ranges_count_ == n,
+                  ranges_[k][ranges_next_], current_range_[k]);
     ranges_[k][ranges_next_] = current_range_[k];
   }
   ranges_next_ = (ranges_next_ + 1) % n;
   ranges_count_ = std::min(ranges_count_ + 1, n);
   for (size_t k = 0; k < levels_.size(); ++k) {
-    std::array<double, 31> sorted = ranges_[k];
-    std::nth_element(sorted.begin(), sorted.begin() + ranges_count_ / 2,
-                     sorted.begin() + ranges_count_);
-    median_range_[k] = std::max(sorted[ranges_count_ / 2], 1.0);
+    median_range_[k] = std::max(ranges_sorted_[k][ranges_count_ / 2], 1.0);
   }
 }
 

@@ -172,6 +172,7 @@ class AdaptiveWindowEstimator final : public Estimator {
   // Against the home (against_home), the errors count as correlated over
   // the longer window of the pair (home_overlap_).
   double PairedUpperBound(int a, int b, bool against_home = false) const;
+  double ComputePairedUpperBound(int a, int b, bool against_home) const;
   // Which reference candidates a and b are compared on: 1 (the long one)
   // when both lean on windows at least kLongPairWindows long references,
   // else 0.
@@ -217,6 +218,8 @@ class AdaptiveWindowEstimator final : public Estimator {
   // The last reference widths of each kind, for the purity test (rings).
   std::array<std::array<double, 31>, 2> widths_{};
   std::array<int, 2> widths_count_{};
+  // The same widths sorted (the first widths_count_ entries).
+  std::array<std::array<double, 31>, 2> widths_sorted_{};
   std::array<int, 2> widths_next_{};
   // Scores: weights shared by the pairs of one reference kind.
   std::array<double, 2> weight_sum_{};   // Σ w
@@ -230,6 +233,8 @@ class AdaptiveWindowEstimator final : public Estimator {
   // eligibility: a level whose range is over kEligibleRangeRatio times its
   // recent median has lost its low-delay samples.
   std::array<std::array<double, 31>, kMaxLevels> ranges_{};
+  // The same ranges sorted (the first ranges_count_ entries), for medians.
+  std::vector<std::array<double, 31>> ranges_sorted_;
   int ranges_count_ = 0;
   int ranges_next_ = 0;
   std::array<double, kMaxLevels> median_range_{};
@@ -262,6 +267,11 @@ class AdaptiveWindowEstimator final : public Estimator {
   std::array<int64_t, kMaxLevels> blown_since_x_{};
   int64_t last_blown_x_ = 0;  // The last blow-up of any level.
   bool have_last_blown_ = false;
+  // PairedUpperBound by (against_home, a, b), candidates_² entries per
+  // kind; valid until the next scored checkpoint (sized to the candidates,
+  // not kMaxCandidates: a cluster simulator holds one per node).
+  mutable std::vector<double> bound_cache_;
+  mutable std::vector<uint8_t> bound_valid_;
   int home_ = 0;       // The home candidate.
   int selected_ = 0;   // The level whose bound answers.
   int candidate_ = 0;  // The candidate whose estimate answers.

@@ -201,21 +201,35 @@ namespace {
 
 // The hull of a side's (up to two) chains as one vertex list, left to
 // right: the chains are x-separated, so one monotone-chain pass over their
-// vertices in order merges them.
+// vertices in order merges them. Each chain is strictly convex already, so
+// the pass can only pop around the bridge between them: the first chain is
+// copied as it is, and once two consecutive vertices of the second chain
+// stand at the end, the rest of it is copied as it is too (the pass would
+// pop nothing more).
 void MergeSide(const std::array<ChainView, 2>& chains, bool lower,
                std::vector<Point>* out) {
-  out->clear();
-  for (const ChainView& c : chains) {
-    for (int k = 0; k < c.size(); ++k) {
-      const Point& p = c.vertex(k);
-      while (out->size() >= 2) {
-        const __int128 turn = Cross((*out)[out->size() - 2], out->back(), p);
-        if (lower ? turn > 0 : turn < 0) break;
-        out->pop_back();
-      }
-      out->push_back(p);
+  const ChainView& first = chains[0];
+  const ChainView& second = chains[1];
+  out->resize(static_cast<size_t>(first.size() + second.size()));
+  Point* v = out->data();
+  int n = 0;
+  for (int k = 0; k < first.size(); ++k) v[n++] = first.vertex(k);
+  int k = 0;
+  // Vertices of the second chain at the end of the list.
+  int from_second = 0;
+  for (; k < second.size() && from_second < 2; ++k) {
+    const Point& p = second.vertex(k);
+    while (n >= 2) {
+      const __int128 turn = Cross(v[n - 2], v[n - 1], p);
+      if (lower ? turn > 0 : turn < 0) break;
+      --n;
+      if (from_second > 0) --from_second;
     }
+    v[n++] = p;
+    ++from_second;
   }
+  for (; k < second.size(); ++k) v[n++] = second.vertex(k);
+  out->resize(static_cast<size_t>(n));
 }
 
 // Walks the kinks of g in increasing slope order. The lower support moves
@@ -232,26 +246,31 @@ class KinkWalk {
   // g'(b) on the current piece: x difference of the supports.
   int64_t gap_slope() const { return upper_[j_].x - lower_[i_].x; }
 
-  // The next kink's slope; false when none is left.
-  bool Peek(Slope* next) const {
+  // The next kink's slope; false when none is left. Remembers which
+  // side(s) have their next edge at that slope, for Advance.
+  bool Peek(Slope* next) {
     const bool has_lower = i_ + 1 < static_cast<int>(lower_.size());
     const bool has_upper = j_ > 0;
     if (!has_lower && !has_upper) return false;
     if (has_lower && has_upper) {
       const Slope l = LowerEdge(), u = UpperEdge();
-      *next = CompareSlopes(l, u) <= 0 ? l : u;
+      const int cmp = CompareSlopes(l, u);
+      *next = cmp <= 0 ? l : u;
+      step_lower_ = cmp <= 0;
+      step_upper_ = cmp >= 0;
     } else {
       *next = has_lower ? LowerEdge() : UpperEdge();
+      step_lower_ = has_lower;
+      step_upper_ = has_upper;
     }
     return true;
   }
-  // Steps over every kink at slope b (the one Peek returned).
-  void Advance(const Slope& b) {
-    while (i_ + 1 < static_cast<int>(lower_.size()) &&
-           CompareSlopes(LowerEdge(), b) == 0) {
-      ++i_;
-    }
-    while (j_ > 0 && CompareSlopes(UpperEdge(), b) == 0) --j_;
+  // Steps over every kink at the slope the last Peek returned. Each side's
+  // hull is strictly convex (its edge slopes strictly increase along the
+  // walk), so a side has at most one edge at that slope.
+  void Advance() {
+    if (step_lower_) ++i_;
+    if (step_upper_) --j_;
   }
   // Sign of g(b) for b on the closure of the current piece.
   int GapSign(const Slope& b) const {
@@ -274,6 +293,8 @@ class KinkWalk {
   const std::vector<Point>& upper_;
   int i_;
   int j_;
+  bool step_lower_ = false;
+  bool step_upper_ = false;
 };
 
 }  // namespace
@@ -319,7 +340,7 @@ Separation Separate(const HullChains& h) {
     // Before the top's kink these are the other ends of its edge(s).
     sep.request_support_x[1] = walk.lower_support().x;
     sep.response_support_x[1] = walk.upper_support().x;
-    walk.Advance(kink);
+    walk.Advance();
     const int64_t d = walk.gap_slope();
     if (d < 0) {
       best = have_flat ? Slope{flat_start.num + kink.num,
@@ -355,7 +376,7 @@ Separation Separate(const HullChains& h) {
   sep.min_line = Line{min_through, 0, min_slope.value()};
 
   // The largest feasible slope: walk on while g stays >= 0 at each kink.
-  while (walk.Peek(&kink) && walk.GapSign(kink) >= 0) walk.Advance(kink);
+  while (walk.Peek(&kink) && walk.GapSign(kink) >= 0) walk.Advance();
   sep.max_slope = RootThrough(walk.lower_support(), walk.upper_support());
   sep.max_line = Line{walk.lower_support(), 0, sep.max_slope.value()};
   sep.request_support_x[3] = walk.lower_support().x;
