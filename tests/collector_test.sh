@@ -26,7 +26,7 @@ trace_tool="$root/tools/trace/clocksync-trace"
 work="$TEST_TMPDIR/collector"
 rm -rf "$work"
 mkdir -p "$work"
-port=$((33000 + RANDOM % 2000))
+port=$((20700 + RANDOM % 400))
 source "$root/tests/lib/daemons.sh"
 source "$root/tests/lib/collector.sh"
 

@@ -11,7 +11,7 @@ set -euo pipefail
 root="${TEST_SRCDIR}/${TEST_WORKSPACE}"
 monitor="$root/tools/cluster_monitor/cluster_monitor"
 work="$TEST_TMPDIR/cluster"
-port=$((32000 + RANDOM % 2000))
+port=$((20000 + RANDOM % 400))
 cluster="$work"
 source "$root/tests/lib/daemons.sh"
 

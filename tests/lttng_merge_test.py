@@ -52,7 +52,7 @@ MODEL_OFFSET_S = 2
 # (lttng/clock_plugin_test.cc holds the same golden value).
 TREE_UUID = "82f11712-15a9-862c-9f31-a5b7fc20dd0c"
 BIAS_NS = 1_000_000  # lttng/clock_plugin.h: kValueBiasNs
-PORT = 37000 + random.randrange(0, 1800, 30)
+PORT = 25600 + random.randrange(0, 400, 10)
 procs = []
 SOCKET_DIR = tempfile.mkdtemp(prefix="cs-lttng-")
 

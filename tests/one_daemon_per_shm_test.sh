@@ -7,7 +7,7 @@ root="${TEST_SRCDIR}/${TEST_WORKSPACE}"
 daemon="$root/clocksyncd/clocksyncd"
 work="$TEST_TMPDIR/shm"
 mkdir -p "$work"
-port=$((33000 + RANDOM % 2000))
+port=$((22100 + RANDOM % 400))
 start_master() {  # PORT
   exec "$daemon" --master --node_id=m --listen="127.0.0.1:$1" --grpc_listen="127.0.0.1:$(( $1 + 100 ))" \
     --shm_path="$work/clocksync.shm" 2>>"$work/log"

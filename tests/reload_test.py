@@ -35,7 +35,7 @@ import time
 BIN, WORK = sys.argv[1:3]
 DAEMON = os.path.join(BIN, "clocksyncd/clocksyncd")
 CTL = os.path.join(BIN, "tools/clocksyncctl/clocksyncctl")
-PORT = 38000 + random.randrange(0, 2000, 20)
+PORT = 27000 + random.randrange(0, 400, 10)
 KEY_A = "000102030405060708090a0b0c0d0e0f"
 KEY_B = "f0e0d0c0b0a090807060504030201000"
 M_PROBE, M_GRPC = PORT, PORT + 1

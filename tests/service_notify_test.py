@@ -29,7 +29,7 @@ import time
 BIN, WORK = sys.argv[1:3]
 DAEMON = os.path.join(BIN, "clocksyncd/clocksyncd")
 CTL = os.path.join(BIN, "tools/clocksyncctl/clocksyncctl")
-PORT = 36000 + random.randrange(0, 2000, 20)
+PORT = 27700 + random.randrange(0, 400, 10)
 procs = []
 
 

@@ -12,4 +12,4 @@ stop_all() {
 trap stop_all EXIT
 /usr/bin/python3 "$root/deploy/soak.py" --bin_dir="$root" --cluster="$root/deploy/local_cluster.sh" \
   --proto="$root/proto/clocksync.proto" --work_dir="$work" --minutes=1.5 --nodes=9 --seed=$RANDOM \
-  --base_port=$((35000 + RANDOM % 2000))
+  --base_port=$((22800 + RANDOM % 400))

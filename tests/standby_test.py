@@ -43,7 +43,9 @@ import sys
 import time
 
 SCENARIO, BIN, CLUSTER, WORK = sys.argv[1:5]
-PORT = 34000 + random.randrange(0, 1500, 50)
+# Each scenario a port block of its own (tests/BUILD.bazel).
+PORT = {"takeover": 29100, "handover": 29800, "partition": 30500}.get(SCENARIO, 29100) + \
+    random.randrange(0, 400, 10)
 T0 = time.time()
 DAEMON = os.path.join(BIN, "clocksyncd/clocksyncd")
 MONITOR = os.path.join(BIN, "tools/cluster_monitor/cluster_monitor")

@@ -12,7 +12,7 @@ daemon="$root/clocksyncd/clocksyncd"
 ctl="$root/tools/clocksyncctl/clocksyncctl"
 work="$TEST_TMPDIR/modes"
 mkdir -p "$work"
-port=$((35000 + RANDOM % 2000))
+port=$((24200 + RANDOM % 400))
 pids=()
 trap 'for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done' EXIT
 

@@ -29,7 +29,7 @@ import time
 BIN, CLUSTER, WORK = sys.argv[1:4]
 NODES = 21  # The master and 20 nodes.
 MAX_CHILDREN = 3
-PORT = 33000 + random.randrange(0, 1500, 50)
+PORT = 28400 + random.randrange(0, 400, 10)
 MASTER_GRPC = f"127.0.0.1:{PORT + 100}"
 REJOIN_LIMIT_S = 5.0
 

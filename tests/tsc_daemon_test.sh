@@ -10,7 +10,7 @@ root="${TEST_SRCDIR}/${TEST_WORKSPACE}"
 daemon="$root/clocksyncd/clocksyncd"
 work="$TEST_TMPDIR/tsc"
 mkdir -p "$work"
-port=$((35000 + RANDOM % 2000))
+port=$((24900 + RANDOM % 400))
 pid=""
 trap '[[ -n "$pid" ]] && kill -KILL "$pid" 2>/dev/null || true' EXIT
 
