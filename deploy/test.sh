@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what the build needs (deploy/setup.sh), then runs every test:
 #   0. tools/layout/check_layout.py           (the dependency rule, file sizes)
-#   1. bazel test //...                       (all unit, scenario, integration)
+#   1. bazel test //...                       (all unit, scenario, integration;
+#      the real-daemon tests side by side, each on loopback ports of its own:
+#      tests/BUILD.bazel)
 #   2. the libraries' own tests under AddressSanitizer (--config=asan: hull,
 #      shm, probe, client, trace, tracer, collector, membership, metrics,
 #      proto, and every fuzz harness's replay test; not the daemon's other
