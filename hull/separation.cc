@@ -178,19 +178,6 @@ Slope RootThrough(const Point& l, const Point& u) {
   return MakeSlope(l.y - u.y, l.x - u.x);
 }
 
-void MinMaxX(const std::array<ChainView, 2>& chains, int64_t* min_x,
-             int64_t* max_x) {
-  bool have = false;
-  for (const ChainView& c : chains) {
-    if (c.empty()) continue;
-    const int64_t lo = c.vertex(0).x;
-    const int64_t hi = c.vertex(c.size() - 1).x;
-    *min_x = have ? std::min(*min_x, lo) : lo;
-    *max_x = have ? std::max(*max_x, hi) : hi;
-    have = true;
-  }
-}
-
 bool HasPoints(const std::array<ChainView, 2>& chains) {
   return !chains[0].empty() || !chains[1].empty();
 }
@@ -206,14 +193,13 @@ namespace {
 // copied as it is, and once two consecutive vertices of the second chain
 // stand at the end, the rest of it is copied as it is too (the pass would
 // pop nothing more).
-void MergeSide(const std::array<ChainView, 2>& chains, bool lower,
-               std::vector<Point>* out) {
+// Returns the merged hull's size; `out` has room for both chains.
+int MergeSide(const std::array<ChainView, 2>& chains, bool lower, Point* out) {
   const ChainView& first = chains[0];
   const ChainView& second = chains[1];
-  out->resize(static_cast<size_t>(first.size() + second.size()));
-  Point* v = out->data();
-  int n = 0;
-  for (int k = 0; k < first.size(); ++k) v[n++] = first.vertex(k);
+  Point* v = out;
+  first.CopyTo(v);
+  int n = first.size();
   int k = 0;
   // Vertices of the second chain at the end of the list.
   int from_second = 0;
@@ -229,7 +215,7 @@ void MergeSide(const std::array<ChainView, 2>& chains, bool lower,
     ++from_second;
   }
   for (; k < second.size(); ++k) v[n++] = second.vertex(k);
-  out->resize(static_cast<size_t>(n));
+  return n;
 }
 
 // Walks the kinks of g in increasing slope order. The lower support moves
@@ -237,10 +223,17 @@ void MergeSide(const std::array<ChainView, 2>& chains, bool lower,
 // support moves left across upper edges (ascending slopes, right to left).
 class KinkWalk {
  public:
-  KinkWalk(const std::vector<Point>& lower, const std::vector<Point>& upper)
-      : lower_(lower), upper_(upper), i_(0),
-        j_(static_cast<int>(upper.size()) - 1) {}
+  KinkWalk(const Point* lower, int lower_size, const Point* upper,
+           int upper_size)
+      : lower_(lower), upper_(upper), lower_size_(lower_size), i_(0),
+        j_(upper_size - 1) {}
 
+  // Places the walk on the piece whose supports are lower vertex i and
+  // upper vertex j.
+  void MoveTo(int i, int j) {
+    i_ = i;
+    j_ = j;
+  }
   const Point& lower_support() const { return lower_[i_]; }
   const Point& upper_support() const { return upper_[j_]; }
   // g'(b) on the current piece: x difference of the supports.
@@ -249,7 +242,7 @@ class KinkWalk {
   // The next kink's slope; false when none is left. Remembers which
   // side(s) have their next edge at that slope, for Advance.
   bool Peek(Slope* next) {
-    const bool has_lower = i_ + 1 < static_cast<int>(lower_.size());
+    const bool has_lower = i_ + 1 < lower_size_;
     const bool has_upper = j_ > 0;
     if (!has_lower && !has_upper) return false;
     if (has_lower && has_upper) {
@@ -289,35 +282,113 @@ class KinkWalk {
                  upper_[j_].x - upper_[j_ - 1].x};
   }
 
-  const std::vector<Point>& lower_;
-  const std::vector<Point>& upper_;
+  const Point* lower_;
+  const Point* upper_;
+  int lower_size_;
   int i_;
   int j_;
   bool step_lower_ = false;
   bool step_upper_ = false;
 };
 
+// Both sides' chains merged into one hull each (thread-local scratch space
+// that only grows, reused across calls).
+struct MergedHulls {
+  const Point* lower;
+  int lower_size;
+  const Point* upper;
+  int upper_size;
+};
+
+// Merges the sides; false when the slope is unbounded (see Separation).
+bool MergeBounded(const HullChains& h, MergedHulls* m) {
+  if (!HasPoints(h.lower) || !HasPoints(h.upper)) return false;
+  thread_local std::vector<Point> lower, upper;
+  const size_t lower_room =
+      static_cast<size_t>(h.lower[0].size() + h.lower[1].size());
+  const size_t upper_room =
+      static_cast<size_t>(h.upper[0].size() + h.upper[1].size());
+  if (lower.size() < lower_room) lower.resize(lower_room);
+  if (upper.size() < upper_room) upper.resize(upper_room);
+  m->lower = lower.data();
+  m->upper = upper.data();
+  m->lower_size = MergeSide(h.lower, true, lower.data());
+  m->upper_size = MergeSide(h.upper, false, upper.data());
+  // A merged hull's ends are its side's leftmost and rightmost points.
+  const int64_t lower_min_x = m->lower[0].x;
+  const int64_t lower_max_x = m->lower[m->lower_size - 1].x;
+  const int64_t upper_min_x = m->upper[0].x;
+  const int64_t upper_max_x = m->upper[m->upper_size - 1].x;
+  // g'(+inf) = upper_min_x - lower_max_x and g'(-inf) = upper_max_x -
+  // lower_min_x: g must fall on both sides for its maximum to exist.
+  return upper_min_x < lower_max_x && upper_max_x > lower_min_x;
+}
+
+// Index of the vertex at x in a hull (x strictly increasing), or -1.
+int FindX(const Point* v, int n, int64_t x) {
+  const int k = CountPrefix(n, [&](int i) { return v[i].x < x; });
+  return k < n && v[k].x == x ? k : -1;
+}
+
+// The walk up from -inf to the smallest feasible slope: stops at the first
+// kink where g >= 0 and records the root on the piece before it (the same
+// steps as Separate's).
+void FindMinLine(KinkWalk* walk, Separation* sep) {
+  Slope kink;
+  while (walk->Peek(&kink)) {
+    if (walk->GapSign(kink) >= 0) {
+      sep->min_slope = RootThrough(walk->lower_support(), walk->upper_support());
+      sep->min_line = Line{walk->lower_support(), 0, sep->min_slope.value()};
+      sep->request_support_x[0] = walk->lower_support().x;
+      sep->response_support_x[0] = walk->upper_support().x;
+      return;
+    }
+    walk->Advance();
+  }
+  assert(false);  // Feasible and bounded: g >= 0 at the top's kink.
+}
+
+// The walk on from just right of the top to the largest feasible slope.
+void FindMaxLine(KinkWalk* walk, Separation* sep) {
+  Slope kink;
+  while (walk->Peek(&kink) && walk->GapSign(kink) >= 0) walk->Advance();
+  sep->max_slope = RootThrough(walk->lower_support(), walk->upper_support());
+  sep->max_line = Line{walk->lower_support(), 0, sep->max_slope.value()};
+  sep->request_support_x[3] = walk->lower_support().x;
+  sep->response_support_x[3] = walk->upper_support().x;
+}
+
 }  // namespace
+
+bool UpdateExtremeLines(const HullChains& h, bool update_min, bool update_max,
+                        Separation* sep) {
+  assert(sep->bounded && sep->feasible && sep->supports_known);
+  MergedHulls m;
+  if (!MergeBounded(h, &m)) return false;
+  KinkWalk walk(m.lower, m.lower_size, m.upper, m.upper_size);
+  if (update_min) FindMinLine(&walk, sep);
+  if (update_max) {
+    // The max-margin line is unchanged, so are the supports just right of
+    // its kink, where Separate's walk stands when it turns to the largest
+    // slope.
+    const int i = FindX(m.lower, m.lower_size, sep->request_support_x[2]);
+    const int j = FindX(m.upper, m.upper_size, sep->response_support_x[2]);
+    if (i < 0 || j < 0) return false;
+    walk.MoveTo(i, j);
+    FindMaxLine(&walk, sep);
+  }
+  return true;
+}
 
 Separation Separate(const HullChains& h) {
   Separation sep;
-  if (!HasPoints(h.lower) || !HasPoints(h.upper)) return sep;
-  int64_t lower_min_x = 0, lower_max_x = 0, upper_min_x = 0, upper_max_x = 0;
-  MinMaxX(h.lower, &lower_min_x, &lower_max_x);
-  MinMaxX(h.upper, &upper_min_x, &upper_max_x);
-  // g'(+inf) = upper_min_x - lower_max_x and g'(-inf) = upper_max_x -
-  // lower_min_x: g must fall on both sides for its maximum to exist.
-  sep.bounded = upper_min_x < lower_max_x && upper_max_x > lower_min_x;
+  MergedHulls m;
+  sep.bounded = MergeBounded(h, &m);
   if (!sep.bounded) return sep;
-
-  // Scratch space reused across calls on this thread.
-  thread_local std::vector<Point> lower, upper;
-  MergeSide(h.lower, true, &lower);
-  MergeSide(h.upper, false, &upper);
 
   // The smallest feasible slope: walk up from -inf (where g rises) to the
   // first kink where g >= 0; the root is on the piece before it.
-  KinkWalk walk(lower, upper);
+  KinkWalk walk(m.lower, m.lower_size, m.upper, m.upper_size);
   Slope kink;
   bool found_min = false;
   Slope min_slope;
@@ -376,11 +447,7 @@ Separation Separate(const HullChains& h) {
   sep.min_line = Line{min_through, 0, min_slope.value()};
 
   // The largest feasible slope: walk on while g stays >= 0 at each kink.
-  while (walk.Peek(&kink) && walk.GapSign(kink) >= 0) walk.Advance();
-  sep.max_slope = RootThrough(walk.lower_support(), walk.upper_support());
-  sep.max_line = Line{walk.lower_support(), 0, sep.max_slope.value()};
-  sep.request_support_x[3] = walk.lower_support().x;
-  sep.response_support_x[3] = walk.upper_support().x;
+  FindMaxLine(&walk, &sep);
   return sep;
 }
 

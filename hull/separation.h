@@ -93,6 +93,15 @@ struct Separation {
 // Solves for the max-margin and extreme lines.
 Separation Separate(const HullChains& chains);
 
+// For chains whose max-margin line is known to be `sep`'s still (a point
+// entered or left that is neither on it nor between it and the hulls: see
+// TwoHullEstimator), recomputes only the smallest (update_min) and largest
+// (update_max) feasible slopes' lines, with the same results as Separate.
+// Needs sep bounded, feasible and supports_known. False when the chains
+// turn out not to fit that (then call Separate).
+bool UpdateExtremeLines(const HullChains& chains, bool update_min,
+                        bool update_max, Separation* sep);
+
 // Largest and smallest a + b*x over separating lines, for any x; needs a
 // bounded, feasible separation of the same chains.
 struct OffsetRange {

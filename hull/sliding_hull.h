@@ -66,6 +66,14 @@ class ChainView {
     const uint32_t seq = index_[reversed_ ? size_ - 1 - k : k];
     return ring_[seq & mask_];
   }
+  // Copies the vertices, left to right, to out[0, size()).
+  void CopyTo(Point* out) const {
+    if (reversed_) {
+      for (int k = 0; k < size_; ++k) out[k] = ring_[index_[size_ - 1 - k] & mask_];
+    } else {
+      for (int k = 0; k < size_; ++k) out[k] = ring_[index_[k] & mask_];
+    }
+  }
 
  private:
   const Point* ring_ = nullptr;

@@ -28,26 +28,43 @@ HullChains TwoHullEstimator::Chains() const {
 }
 
 void TwoHullEstimator::Recompute() {
-  sep_ = Separate(Chains());
-  sep_dirty_ = false;
+  // While the max-margin line stands (and the supports are known), only
+  // the extreme lines that moved are walked to again.
+  const bool partial = (dirty_ & kDirtyMid) == 0 && sep_.bounded &&
+                       sep_.feasible && sep_.supports_known;
+  if (!partial || !UpdateExtremeLines(Chains(), (dirty_ & kDirtyMin) != 0,
+                                      (dirty_ & kDirtyMax) != 0, &sep_)) {
+    sep_ = Separate(Chains());
+  }
+  dirty_ = 0;
   ++stats_.line_recomputations;
 }
 
-bool TwoHullEstimator::Touches(const Point& request,
-                               const Point& response) const {
-  if (sep_dirty_ || !sep_.bounded || !sep_.feasible) return true;
+int TwoHullEstimator::Touches(const Point& request,
+                              const Point& response) const {
+  if (dirty_ == kDirtyAll || !sep_.bounded || !sep_.feasible) {
+    return kDirtyAll;
+  }
   const double room = sep_.margin + kTouchToleranceNs;
   // Request points must stay above every cached line, response points below.
-  return static_cast<double>(request.y) - sep_.mid.At(request.x) < room ||
-         sep_.mid.At(response.x) - static_cast<double>(response.y) < room ||
-         static_cast<double>(request.y) - sep_.max_line.At(request.x) <
-             kTouchToleranceNs ||
-         static_cast<double>(request.y) - sep_.min_line.At(request.x) <
-             kTouchToleranceNs ||
-         sep_.max_line.At(response.x) - static_cast<double>(response.y) <
-             kTouchToleranceNs ||
-         sep_.min_line.At(response.x) - static_cast<double>(response.y) <
-             kTouchToleranceNs;
+  int touched = 0;
+  if (static_cast<double>(request.y) - sep_.mid.At(request.x) < room ||
+      sep_.mid.At(response.x) - static_cast<double>(response.y) < room) {
+    touched |= kDirtyMid;
+  }
+  if (static_cast<double>(request.y) - sep_.max_line.At(request.x) <
+          kTouchToleranceNs ||
+      sep_.max_line.At(response.x) - static_cast<double>(response.y) <
+          kTouchToleranceNs) {
+    touched |= kDirtyMax;
+  }
+  if (static_cast<double>(request.y) - sep_.min_line.At(request.x) <
+          kTouchToleranceNs ||
+      sep_.min_line.At(response.x) - static_cast<double>(response.y) <
+          kTouchToleranceNs) {
+    touched |= kDirtyMin;
+  }
+  return touched;
 }
 
 void TwoHullEstimator::PushPoints(const Point& request,
@@ -59,17 +76,21 @@ void TwoHullEstimator::PushPoints(const Point& request,
 void TwoHullEstimator::PopOldest() {
   const Point& request = requests_.front();
   const Point& response = responses_.front();
-  if (!sep_dirty_) {
+  if (dirty_ != kDirtyAll) {
     if (sep_.supports_known && sep_.bounded && sep_.feasible) {
-      // A line moves only when a point it rests on leaves.
+      // A line moves only when a point it rests on leaves: supports 0 are
+      // the smallest slope's line's, 3 the largest's, 1 and 2 the
+      // max-margin line's.
+      static constexpr int kLine[4] = {kDirtyMin, kDirtyMid, kDirtyMid,
+                                       kDirtyMax};
       for (int k = 0; k < 4; ++k) {
         if (request.x == sep_.request_support_x[k] ||
             response.x == sep_.response_support_x[k]) {
-          sep_dirty_ = true;
+          dirty_ |= kLine[k];
         }
       }
-    } else if (Touches(request, response)) {
-      sep_dirty_ = true;
+    } else if (Touches(request, response) != 0) {
+      dirty_ = kDirtyAll;
     }
   }
   requests_.PopFront();
@@ -130,14 +151,14 @@ AddResult TwoHullEstimator::Add(const ProbeSample& s) {
   const Point response{s.t4_ns - anchor_x_,
                        static_cast<int64_t>(response_offset - anchor_y_)};
 
-  if (Touches(request, response)) sep_dirty_ = true;
+  dirty_ |= Touches(request, response);
   PushPoints(request, response);
   // Slide the window: drop samples that are too old or over the cap.
   while (requests_.size() > config_.max_samples ||
          response.x - responses_.front().x > config_.window_ns) {
     PopOldest();
   }
-  if (!sep_dirty_) return AddResult::kAccepted;
+  if (dirty_ == 0) return AddResult::kAccepted;
   Recompute();
   if (sep_.bounded && !sep_.feasible) {
     ++stats_.inconsistencies;
@@ -188,6 +209,7 @@ void TwoHullEstimator::Recover() {
   requests_.Clear();
   responses_.Clear();
   for (size_t i = n - good; i < n; ++i) PushPoints(req[i], resp[i]);
+  dirty_ = kDirtyAll;
   Recompute();
 }
 
@@ -197,7 +219,7 @@ void TwoHullEstimator::Reset() {
   have_anchor_ = false;
   have_last_ = false;
   sep_ = Separation();
-  sep_dirty_ = true;
+  dirty_ = kDirtyAll;
 }
 
 int64_t TwoHullEstimator::window_span_ns() const {
@@ -228,7 +250,7 @@ double TwoHullEstimator::AllowanceAtNs(int64_t local_ns) const {
 
 TimeEstimate TwoHullEstimator::Estimate(int64_t local_ns) const {
   TimeEstimate e;
-  if (requests_.empty() || sep_dirty_ || !sep_.bounded || !sep_.feasible) {
+  if (requests_.empty() || dirty_ != 0 || !sep_.bounded || !sep_.feasible) {
     return e;
   }
   const bool recovering =

@@ -80,8 +80,9 @@ class TwoHullEstimator final : public Estimator {
  private:
   HullChains Chains() const;
   void Recompute();
-  // True when adding / removing these points could move a cached line.
-  bool Touches(const Point& request, const Point& response) const;
+  // Which cached lines adding / removing these points could move (kDirty*
+  // bits; kDirtyAll when nothing is cached).
+  int Touches(const Point& request, const Point& response) const;
   // Cuts the window to its longest consistent run of newest samples.
   void Recover();
   void PushPoints(const Point& request, const Point& response);
@@ -101,7 +102,13 @@ class TwoHullEstimator final : public Estimator {
   SlidingHull requests_{HullSide::kLower};
   SlidingHull responses_{HullSide::kUpper};
   Separation sep_;
-  bool sep_dirty_ = true;
+  // Which of sep_'s lines are stale: the smallest slope's, the max-margin
+  // one (which stands for everything else), the largest slope's.
+  static constexpr int kDirtyMin = 1;
+  static constexpr int kDirtyMid = 2;
+  static constexpr int kDirtyMax = 4;
+  static constexpr int kDirtyAll = kDirtyMin | kDirtyMid | kDirtyMax;
+  int dirty_ = kDirtyAll;
 };
 
 }  // namespace clocksync::hull
