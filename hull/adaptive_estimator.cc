@@ -261,8 +261,9 @@ void AdaptiveWindowEstimator::UpdateCheckpoints(const ProbeSample& s,
   }
 }
 
-void AdaptiveWindowEstimator::Select(const std::array<TimeEstimate, kMaxLevels>& now,
-                                     int64_t x) {
+void AdaptiveWindowEstimator::Select(
+    const std::array<TimeEstimate, kMaxLevels>& now,
+    const std::array<double, kMaxLevels>& allowance, int64_t x) {
   // Eligible levels: synced, and their hull range not blown up against
   // their own recent median (no low-delay sample left in a short window).
   // A longer level is eligible whenever a shorter one is.
@@ -278,8 +279,8 @@ void AdaptiveWindowEstimator::Select(const std::array<TimeEstimate, kMaxLevels>&
   for (size_t k = 0; k < levels_.size(); ++k) {
     const TimeEstimate& e = now[k];
     if (e.state == SyncState::kUnsynced) continue;
-    hull_range[k] = static_cast<double>(e.latest_ns - e.earliest_ns) -
-                    2 * levels_[k]->AllowanceAtNs(x);
+    hull_range[k] =
+        static_cast<double>(e.latest_ns - e.earliest_ns) - 2 * allowance[k];
   }
   for (size_t k = 1; k < levels_.size(); ++k) {
     const TimeEstimate& e = now[k];
@@ -495,8 +496,11 @@ AddResult AdaptiveWindowEstimator::Add(const ProbeSample& s) {
   }
   const int64_t x = s.t4_ns;
   std::array<TimeEstimate, kMaxLevels> now;
-  for (size_t k = 0; k < levels_.size(); ++k) now[k] = levels_[k]->Estimate(x);
-  Select(now, x);
+  std::array<double, kMaxLevels> allowance{};
+  for (size_t k = 0; k < levels_.size(); ++k) {
+    now[k] = levels_[k]->Estimate(x, &allowance[k]);
+  }
+  Select(now, allowance, x);
   RecordDrifts(now, x);
   if (now[0].state != SyncState::kUnsynced &&
       (pending_.empty() ? x >= next_checkpoint_x_

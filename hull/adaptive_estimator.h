@@ -182,7 +182,9 @@ class AdaptiveWindowEstimator final : public Estimator {
                          int64_t response_y);
   void ScoreCheckpoint(const Checkpoint& c, int kind);
   bool IsPure(double width_ns, int kind);
-  void Select(const std::array<TimeEstimate, kMaxLevels>& now, int64_t x);
+  // `allowance` holds each synced level's wander allowance at x.
+  void Select(const std::array<TimeEstimate, kMaxLevels>& now,
+              const std::array<double, kMaxLevels>& allowance, int64_t x);
   // Adds the current ranges to the rings and updates their medians.
   void RecordRanges();
   // The home candidate: the window the delay spread and the configured

@@ -159,13 +159,13 @@ void BM_NaiveRebuild(benchmark::State& state) {
       req.push_back({k.t1_ns - anchor_x, k.t2_ns - k.t1_ns - anchor_y});
       resp.push_back({k.t4_ns - anchor_x, k.t3_ns - k.t4_ns - anchor_y});
     }
-    const std::vector<uint32_t> lower = BuildChain(req, HullSide::kLower);
-    const std::vector<uint32_t> upper = BuildChain(resp, HullSide::kUpper);
+    const std::vector<Point> lower = BuildChainPoints(req, HullSide::kLower);
+    const std::vector<Point> upper = BuildChainPoints(resp, HullSide::kUpper);
     HullChains chains;
-    chains.lower[0] = ChainView(req.data(), 0xffffffffu, lower.data(),
-                                static_cast<int>(lower.size()), false);
-    chains.upper[0] = ChainView(resp.data(), 0xffffffffu, upper.data(),
-                                static_cast<int>(upper.size()), false);
+    chains.lower[0] =
+        ChainView(lower.data(), static_cast<int>(lower.size()), false);
+    chains.upper[0] =
+        ChainView(upper.data(), static_cast<int>(upper.size()), false);
     const Separation sep = Separate(chains);
     benchmark::DoNotOptimize(sep.mid.At(s.t4_ns - anchor_x));
   }

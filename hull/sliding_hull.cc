@@ -25,6 +25,13 @@ std::vector<uint32_t> BuildChain(const std::vector<Point>& points,
   return chain;
 }
 
+std::vector<Point> BuildChainPoints(const std::vector<Point>& points,
+                                    HullSide side) {
+  std::vector<Point> chain;
+  for (const uint32_t i : BuildChain(points, side)) chain.push_back(points[i]);
+  return chain;
+}
+
 void SlidingHull::Grow() {
   const size_t old_capacity = ring_.size();
   const size_t new_capacity = old_capacity == 0 ? 64 : old_capacity * 2;
@@ -44,17 +51,17 @@ void SlidingHull::PushBack(const Point& p) {
   const uint64_t seq = tail_++;
   ring_[seq & mask_] = p;
   while (back_chain_.size() >= 2 &&
-         Removes(point(back_chain_[back_chain_.size() - 2]),
-                 point(back_chain_.back()), p)) {
+         Removes(back_chain_[back_chain_.size() - 2], back_chain_.back(), p)) {
     back_chain_.pop_back();
   }
-  back_chain_.push_back(static_cast<uint32_t>(seq));
+  back_chain_.push_back(p);
 }
 
 void SlidingHull::RebuildFront() {
   // The whole window becomes the front part; the back part starts empty.
   back_chain_.clear();
   front_chain_.clear();
+  front_seq_.clear();
   undo_log_.clear();
   front_base_ = head_;
   split_ = tail_;
@@ -66,12 +73,14 @@ void SlidingHull::RebuildFront() {
     const Point& c = point(static_cast<uint32_t>(seq));
     undo_begin_[seq - front_base_] = static_cast<uint32_t>(undo_log_.size());
     while (front_chain_.size() >= 2 &&
-           Removes(c, point(front_chain_.back()),
-                   point(front_chain_[front_chain_.size() - 2]))) {
-      undo_log_.push_back(front_chain_.back());
+           Removes(c, front_chain_.back(),
+                   front_chain_[front_chain_.size() - 2])) {
+      undo_log_.push_back(front_seq_.back());
       front_chain_.pop_back();
+      front_seq_.pop_back();
     }
-    front_chain_.push_back(static_cast<uint32_t>(seq));
+    front_chain_.push_back(c);
+    front_seq_.push_back(static_cast<uint32_t>(seq));
   }
   undo_end_ = static_cast<uint32_t>(undo_log_.size());
 }
@@ -81,17 +90,22 @@ void SlidingHull::PopFront() {
   if (head_ == split_) RebuildFront();
   const uint64_t seq = head_++;
   // The leftmost point of a suffix is always a vertex of its hull.
-  assert(!front_chain_.empty() &&
-         front_chain_.back() == static_cast<uint32_t>(seq));
+  assert(!front_seq_.empty() &&
+         front_seq_.back() == static_cast<uint32_t>(seq));
   front_chain_.pop_back();
+  front_seq_.pop_back();
   const size_t k = static_cast<size_t>(seq - front_base_);
   const uint32_t begin = undo_begin_[k];
   const uint32_t end = k == 0 ? undo_end_ : undo_begin_[k - 1];
   // Undo the prepend: restore popped vertices, last popped first.
-  for (uint32_t i = end; i-- != begin;) front_chain_.push_back(undo_log_[i]);
+  for (uint32_t i = end; i-- != begin;) {
+    front_seq_.push_back(undo_log_[i]);
+    front_chain_.push_back(point(undo_log_[i]));
+  }
   if (head_ == split_) {
     // Front part used up; release the log so memory follows the window.
     front_chain_.clear();
+    front_seq_.clear();
     undo_log_.clear();
     undo_begin_.clear();
   }
@@ -101,6 +115,7 @@ void SlidingHull::Clear() {
   head_ = split_ = tail_ = 0;
   back_chain_.clear();
   front_chain_.clear();
+  front_seq_.clear();
   undo_log_.clear();
   undo_begin_.clear();
   front_base_ = 0;
@@ -108,19 +123,20 @@ void SlidingHull::Clear() {
 }
 
 ChainView SlidingHull::front_chain() const {
-  return ChainView(ring_.data(), mask_, front_chain_.data(),
-                   static_cast<int>(front_chain_.size()), /*reversed=*/true);
+  return ChainView(front_chain_.data(), static_cast<int>(front_chain_.size()),
+                   /*reversed=*/true);
 }
 
 ChainView SlidingHull::back_chain() const {
-  return ChainView(ring_.data(), mask_, back_chain_.data(),
-                   static_cast<int>(back_chain_.size()), /*reversed=*/false);
+  return ChainView(back_chain_.data(), static_cast<int>(back_chain_.size()),
+                   /*reversed=*/false);
 }
 
 size_t SlidingHull::memory_bytes() const {
   return sizeof(*this) + ring_.capacity() * sizeof(Point) +
-         (back_chain_.capacity() + front_chain_.capacity() +
-          undo_log_.capacity() + undo_begin_.capacity()) *
+         (back_chain_.capacity() + front_chain_.capacity()) * sizeof(Point) +
+         (front_seq_.capacity() + undo_log_.capacity() +
+          undo_begin_.capacity()) *
              sizeof(uint32_t);
 }
 

@@ -25,6 +25,7 @@
 #ifndef CLOCKSYNC_HULL_SLIDING_HULL_H_
 #define CLOCKSYNC_HULL_SLIDING_HULL_H_
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -49,36 +50,32 @@ enum class HullSide {
   kUpper,  // The chain above the points: every point lies on or below it.
 };
 
-// A read-only view of one convex chain, vertices ordered by increasing x.
-// Valid until the owning SlidingHull is modified.
+// A read-only view of one convex chain, vertices ordered by increasing x:
+// `size` vertices at `vertices`, stored left to right, or right to left
+// when `reversed`. Valid until the owner of the vertices modifies them.
 class ChainView {
  public:
   ChainView() = default;
-  ChainView(const Point* ring, uint64_t mask, const uint32_t* index, int size,
-            bool reversed)
-      : ring_(ring), mask_(mask), index_(index), size_(size),
-        reversed_(reversed) {}
+  ChainView(const Point* vertices, int size, bool reversed)
+      : vertices_(vertices), size_(size), reversed_(reversed) {}
 
   int size() const { return size_; }
   bool empty() const { return size_ == 0; }
   // Vertex k, 0 <= k < size(), counted from the left.
   const Point& vertex(int k) const {
-    const uint32_t seq = index_[reversed_ ? size_ - 1 - k : k];
-    return ring_[seq & mask_];
+    return vertices_[reversed_ ? size_ - 1 - k : k];
   }
   // Copies the vertices, left to right, to out[0, size()).
   void CopyTo(Point* out) const {
     if (reversed_) {
-      for (int k = 0; k < size_; ++k) out[k] = ring_[index_[size_ - 1 - k] & mask_];
+      std::reverse_copy(vertices_, vertices_ + size_, out);
     } else {
-      for (int k = 0; k < size_; ++k) out[k] = ring_[index_[k] & mask_];
+      std::copy(vertices_, vertices_ + size_, out);
     }
   }
 
  private:
-  const Point* ring_ = nullptr;
-  uint64_t mask_ = 0;
-  const uint32_t* index_ = nullptr;
+  const Point* vertices_ = nullptr;
   int size_ = 0;
   bool reversed_ = false;
 };
@@ -88,6 +85,9 @@ class ChainView {
 // (SlidingHull maintains the same chain incrementally.)
 std::vector<uint32_t> BuildChain(const std::vector<Point>& points,
                                  HullSide side);
+// The same chain's vertices, left to right (for a ChainView).
+std::vector<Point> BuildChainPoints(const std::vector<Point>& points,
+                                    HullSide side);
 
 class SlidingHull {
  public:
@@ -141,10 +141,13 @@ class SlidingHull {
   uint64_t split_ = 0;  // First sequence number of the back part.
   uint64_t tail_ = 0;   // One past the newest point.
 
-  // Chains hold sequence numbers truncated to 32 bits; the ring is never
-  // larger than 2^31 points, so seq & mask_ recovers the slot.
-  std::vector<uint32_t> back_chain_;   // Left to right.
-  std::vector<uint32_t> front_chain_;  // Right to left: back() is leftmost.
+  // The chains hold their vertices (queries read them directly); the
+  // front chain's sequence numbers, truncated to 32 bits, are kept beside
+  // it for the undo log. The ring is never larger than 2^31 points, so
+  // seq & mask_ recovers the slot.
+  std::vector<Point> back_chain_;    // Left to right.
+  std::vector<Point> front_chain_;   // Right to left: back() is leftmost.
+  std::vector<uint32_t> front_seq_;  // front_chain_'s sequence numbers.
   // Vertices popped by each front point's prepend, in pop order.
   std::vector<uint32_t> undo_log_;
   // For front point seq, its log entries begin at

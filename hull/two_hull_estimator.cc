@@ -181,14 +181,15 @@ void TwoHullEstimator::Recover() {
   auto consistent = [&](size_t k) {
     sub_req.assign(req.end() - k, req.end());
     sub_resp.assign(resp.end() - k, resp.end());
-    const std::vector<uint32_t> lower = BuildChain(sub_req, HullSide::kLower);
-    const std::vector<uint32_t> upper = BuildChain(sub_resp, HullSide::kUpper);
+    const std::vector<Point> lower =
+        BuildChainPoints(sub_req, HullSide::kLower);
+    const std::vector<Point> upper =
+        BuildChainPoints(sub_resp, HullSide::kUpper);
     HullChains chains;
-    const uint64_t all = std::numeric_limits<uint32_t>::max();
-    chains.lower[0] = ChainView(sub_req.data(), all, lower.data(),
-                                static_cast<int>(lower.size()), false);
-    chains.upper[0] = ChainView(sub_resp.data(), all, upper.data(),
-                                static_cast<int>(upper.size()), false);
+    chains.lower[0] =
+        ChainView(lower.data(), static_cast<int>(lower.size()), false);
+    chains.upper[0] =
+        ChainView(upper.data(), static_cast<int>(upper.size()), false);
     const Separation sep = Separate(chains);
     return !sep.bounded || sep.feasible;
   };
@@ -249,6 +250,12 @@ double TwoHullEstimator::AllowanceAtNs(int64_t local_ns) const {
 }
 
 TimeEstimate TwoHullEstimator::Estimate(int64_t local_ns) const {
+  double allowance_ns;
+  return Estimate(local_ns, &allowance_ns);
+}
+
+TimeEstimate TwoHullEstimator::Estimate(int64_t local_ns,
+                                        double* allowance_ns) const {
   TimeEstimate e;
   if (requests_.empty() || dirty_ != 0 || !sep_.bounded || !sep_.feasible) {
     return e;
@@ -271,6 +278,7 @@ TimeEstimate TwoHullEstimator::Estimate(int64_t local_ns) const {
   }
   const double estimate = std::clamp(sep_.mid.At(x), low, high);
   const double allowance = AllowanceNs(x);
+  *allowance_ns = allowance;
   // global = local + anchor_y + θ_rel; the bound rounds outwards.
   const int64_t base = local_ns + anchor_y_;
   e.global_ns = base + std::llround(estimate);

@@ -56,6 +56,9 @@ class TwoHullEstimator final : public Estimator {
 
   // Global time at local instant `local_ns`, from the samples seen so far.
   TimeEstimate Estimate(int64_t local_ns) const override;
+  // The same, and the wander allowance it added on each side of the hulls'
+  // range (AllowanceAtNs(local_ns)), set only when the state is synced.
+  TimeEstimate Estimate(int64_t local_ns, double* allowance_ns) const;
 
   // Forgets every sample (state back to kUnsynced); keeps the stats.
   void Reset();
