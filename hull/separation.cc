@@ -360,19 +360,73 @@ void FindMaxLine(KinkWalk* walk, Separation* sep) {
 
 }  // namespace
 
+namespace {
+
+// True when the slope is bounded (see Separation), from the ends of the
+// sides' chains (as MergeBounded finds it, without merging).
+bool BoundedFromEnds(const HullChains& h) {
+  const ChainView& lower_left = h.lower[0].empty() ? h.lower[1] : h.lower[0];
+  const ChainView& lower_right = h.lower[1].empty() ? h.lower[0] : h.lower[1];
+  const ChainView& upper_left = h.upper[0].empty() ? h.upper[1] : h.upper[0];
+  const ChainView& upper_right = h.upper[1].empty() ? h.upper[0] : h.upper[1];
+  const int64_t lower_min_x = lower_left.vertex(0).x;
+  const int64_t lower_max_x = lower_right.vertex(lower_right.size() - 1).x;
+  const int64_t upper_min_x = upper_left.vertex(0).x;
+  const int64_t upper_max_x = upper_right.vertex(upper_right.size() - 1).x;
+  return upper_min_x < lower_max_x && upper_max_x > lower_min_x;
+}
+
+// One side's vertices for a walk, in `buffer`: the merged side, or, when
+// `chain` is 0 or 1 and the walk only meets vertices of that chain, the
+// chain alone (a merged side keeps every vertex of its first chain left of
+// a kept one, and of its second chain right of a kept one; the bridge
+// between the chains is what costs). Returns the count.
+int SideVertices(const std::array<ChainView, 2>& chains, bool lower,
+                 int chain, std::vector<Point>* buffer) {
+  const size_t room = static_cast<size_t>(
+      chain < 0 ? chains[0].size() + chains[1].size() : chains[chain].size());
+  if (buffer->size() < room) buffer->resize(room);
+  if (chain < 0) return MergeSide(chains, lower, buffer->data());
+  chains[chain].CopyTo(buffer->data());
+  return chains[chain].size();
+}
+
+}  // namespace
+
 bool UpdateExtremeLines(const HullChains& h, bool update_min, bool update_max,
                         Separation* sep) {
   assert(sep->bounded && sep->feasible && sep->supports_known);
-  MergedHulls m;
-  if (!MergeBounded(h, &m)) return false;
-  KinkWalk walk(m.lower, m.lower_size, m.upper, m.upper_size);
+  if (!HasPoints(h.lower) || !HasPoints(h.upper) || !BoundedFromEnds(h)) {
+    return false;
+  }
+  // The largest slope's walk starts at the max-margin line's supports just
+  // right of its kink, l (lower) and u (upper), and moves right from l and
+  // left from u: when l is a vertex of the lower side's second chain, that
+  // chain is all the lower walk meets; likewise u and the upper side's
+  // first chain. The smallest slope's walk starts at the ends: it needs
+  // the merged sides.
+  const int64_t l_x = sep->request_support_x[2];
+  const int64_t u_x = sep->response_support_x[2];
+  const bool lower_in_second = !update_min && !h.lower[1].empty() &&
+                               l_x >= h.lower[1].vertex(0).x;
+  const bool upper_in_first =
+      !update_min && !h.upper[0].empty() &&
+      u_x <= h.upper[0].vertex(h.upper[0].size() - 1).x;
+  thread_local std::vector<Point> lower_buffer, upper_buffer;
+  const int lower_size =
+      SideVertices(h.lower, true, lower_in_second ? 1 : -1, &lower_buffer);
+  const int upper_size =
+      SideVertices(h.upper, false, upper_in_first ? 0 : -1, &upper_buffer);
+  const Point* lower = lower_buffer.data();
+  const Point* upper = upper_buffer.data();
+  KinkWalk walk(lower, lower_size, upper, upper_size);
   if (update_min) FindMinLine(&walk, sep);
   if (update_max) {
     // The max-margin line is unchanged, so are the supports just right of
     // its kink, where Separate's walk stands when it turns to the largest
     // slope.
-    const int i = FindX(m.lower, m.lower_size, sep->request_support_x[2]);
-    const int j = FindX(m.upper, m.upper_size, sep->response_support_x[2]);
+    const int i = FindX(lower, lower_size, l_x);
+    const int j = FindX(upper, upper_size, u_x);
     if (i < 0 || j < 0) return false;
     walk.MoveTo(i, j);
     FindMaxLine(&walk, sep);
