@@ -105,7 +105,12 @@ AdaptiveWindowEstimator::AdaptiveWindowEstimator(const AdaptiveConfig& config)
   candidates_ = 2 * config.levels - 1;
   bound_cache_.assign(static_cast<size_t>(2 * candidates_ * candidates_), 0);
   bound_valid_.assign(bound_cache_.size(), 0);
+  ranges_.resize(levels_.size());
   ranges_sorted_.resize(levels_.size());
+  const size_t pairs = static_cast<size_t>(candidates_ * candidates_);
+  overlap_.assign(pairs, 0);
+  home_overlap_.assign(pairs, 0);
+  scores_.assign(pairs, PairedScore());
   reference_ns_ = std::max<int64_t>(1, levels_.back()->config().window_ns / 2);
   long_reference_ns_ = kLongReferenceFactor * reference_ns_;
   for (int a = 0; a < candidates_; ++a) {
@@ -116,14 +121,14 @@ AdaptiveWindowEstimator::AdaptiveWindowEstimator(const AdaptiveConfig& config)
           levels_[(a + 1) / 2]->config().window_ns,
           levels_[(b + 1) / 2]->config().window_ns);
       kind_[a][b] = shorter >= kLongPairWindows * long_reference_ns_ ? 1 : 0;
-      overlap_[a][b] = std::max(
+      overlap_[Pair(a, b)] = std::max(
           kCheckpointOverlap * (kind_[a][b] == 1 ? kLongReferenceFactor : 1),
           static_cast<double>(shorter) /
               (kCorrelationFactor * static_cast<double>(reference_ns_)));
       const int64_t longer = std::max(levels_[a / 2]->config().window_ns,
                                       levels_[b / 2]->config().window_ns);
-      home_overlap_[a][b] = std::max(
-          overlap_[a][b],
+      home_overlap_[Pair(a, b)] = std::max(
+          overlap_[Pair(a, b)],
           static_cast<double>(longer) /
               (kHomeCorrelationFactor * static_cast<double>(reference_ns_)));
     }
@@ -141,7 +146,7 @@ int AdaptiveWindowEstimator::PairKind(int a, int b) const {
 double AdaptiveWindowEstimator::score(int level) const {
   if (level <= 0) return 0;
   const double w = weight_sum_[PairKind(2 * level, 0)];
-  return w <= 0 ? 0 : scores_[2 * level][0].sum_d / w;
+  return w <= 0 ? 0 : scores_[Pair(2 * level, 0)].sum_d / w;
 }
 
 double AdaptiveWindowEstimator::score_upper_bound(int level) const {
@@ -166,11 +171,12 @@ double AdaptiveWindowEstimator::ComputePairedUpperBound(
   const int kind = PairKind(a, b);
   const double w = weight_sum_[kind];
   if (w <= 0) return std::numeric_limits<double>::infinity();
-  const PairedScore& p = scores_[a][b];
+  const PairedScore& p = scores_[Pair(a, b)];
   const double mean = p.sum_d / w;
   const double variance = std::max(0.0, p.sum_d2 / w - mean * mean);
   // Long references overlap kLongReferenceFactor times more.
-  const double overlap = against_home ? home_overlap_[a][b] : overlap_[a][b];
+  const double overlap =
+      against_home ? home_overlap_[Pair(a, b)] : overlap_[Pair(a, b)];
   const double effective = w * w / weight_sum2_[kind] / overlap;
   if (effective < kMinEffectiveCheckpoints) {
     return std::numeric_limits<double>::infinity();
@@ -223,7 +229,7 @@ void AdaptiveWindowEstimator::ScoreCheckpoint(const Checkpoint& c, int kind) {
       if (a == b || kind_[a][b] != kind) continue;
       const double eb = c.predicted[b] - reference;
       const double d = ea * ea - eb * eb;
-      PairedScore& p = scores_[a][b];
+      PairedScore& p = scores_[Pair(static_cast<int>(a), static_cast<int>(b))];
       p.sum_d = p.sum_d * decay + d;
       p.sum_d2 = p.sum_d2 * decay + d * d;
     }

@@ -177,6 +177,10 @@ class AdaptiveWindowEstimator final : public Estimator {
   // when both lean on windows at least kLongPairWindows long references,
   // else 0.
   int PairKind(int a, int b) const;
+  // Index of pair (a, b) in the by-pair vectors.
+  size_t Pair(int a, int b) const {
+    return static_cast<size_t>(a * candidates_ + b);
+  }
 
   void UpdateCheckpoints(const ProbeSample& s, int64_t request_y,
                          int64_t response_y);
@@ -206,10 +210,11 @@ class AdaptiveWindowEstimator final : public Estimator {
   // PairKind by candidate pair.
   std::array<std::array<uint8_t, kMaxCandidates>, kMaxCandidates> kind_{};
   // How many checkpoints of pair (a, b) count as one independent score.
-  std::array<std::array<double, kMaxCandidates>, kMaxCandidates> overlap_{};
+  // (By pair: entry a * candidates_ + b, sized to the candidates, not
+  // kMaxCandidates: a cluster simulator holds one estimator per node.)
+  std::vector<double> overlap_;
   // The same for leaving the home: over the longer window of the pair.
-  std::array<std::array<double, kMaxCandidates>, kMaxCandidates>
-      home_overlap_{};
+  std::vector<double> home_overlap_;
   // Where the windows began filling: the first sample, or the last cut.
   bool have_start_ = false;
   int64_t start_x_ = 0;
@@ -229,12 +234,11 @@ class AdaptiveWindowEstimator final : public Estimator {
   std::array<int64_t, 2> last_score_x_{};
   std::array<uint64_t, 2> scored_{};
   // scores_[a][b]: d = (θ_a − ref)² − (θ_b − ref)², over candidates.
-  std::array<std::array<PairedScore, kMaxCandidates>, kMaxCandidates>
-      scores_{};
+  std::vector<PairedScore> scores_;  // By pair, as overlap_.
   // Each level's hull range at recent checkpoints (rings), for
   // eligibility: a level whose range is over kEligibleRangeRatio times its
   // recent median has lost its low-delay samples.
-  std::array<std::array<double, 31>, kMaxLevels> ranges_{};
+  std::vector<std::array<double, 31>> ranges_;  // By level.
   // The same ranges sorted (the first ranges_count_ entries), for medians.
   std::vector<std::array<double, 31>> ranges_sorted_;
   int ranges_count_ = 0;

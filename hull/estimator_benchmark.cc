@@ -53,7 +53,8 @@ class SampleStream {
   }
   ProbeSample Next() {
     const int64_t t1 = 3'600'000'000'000 + n_ * period_ns_;
-    const int64_t theta = 1'800'000'000'000'000'000 + (n_ * period_ns_) / 20'000;
+    const int64_t theta =
+        1'800'000'000'000'000'000 + (n_ * period_ns_) / 20'000;
     const int64_t d1 = delays_[(2 * n_) & (delays_.size() - 1)];
     const int64_t d2 = delays_[(2 * n_ + 1) & (delays_.size() - 1)];
     ++n_;

@@ -337,7 +337,8 @@ void FindMinLine(KinkWalk* walk, Separation* sep) {
   Slope kink;
   while (walk->Peek(&kink)) {
     if (walk->GapSign(kink) >= 0) {
-      sep->min_slope = RootThrough(walk->lower_support(), walk->upper_support());
+      sep->min_slope =
+          RootThrough(walk->lower_support(), walk->upper_support());
       sep->min_line = Line{walk->lower_support(), 0, sep->min_slope.value()};
       sep->request_support_x[0] = walk->lower_support().x;
       sep->response_support_x[0] = walk->upper_support().x;
