@@ -121,9 +121,9 @@ absl::Status StreamingSink::Start() {
   }
   ToProto(options_.info, h->mutable_process());
   CollectorMessage reply;
-  const bool answered = Guarded([&] {
-    return stream_->Write(hello) && stream_->Read(&reply);
-  });
+  const bool answered = Guarded(
+      [&] { return stream_->Write(hello) && stream_->Read(&reply); },
+      WelcomeTimeoutNs());
   {
     std::lock_guard<std::mutex> lock(mutex_);
     connecting_ = false;  // an abort no longer applies
@@ -151,7 +151,7 @@ absl::Status StreamingSink::Start() {
       return absl::DeadlineExceededError(
           absl::StrCat("collector ", options_.contact.address,
                        ": no Welcome within ",
-                       options_.timeout_ns / 1'000'000, " ms"));
+                       WelcomeTimeoutNs() / 1'000'000, " ms"));
     }
     if (status.ok()) {
       return absl::UnavailableError(absl::StrCat(
@@ -336,10 +336,21 @@ void StreamingSink::WatchdogLoop() {
   }
 }
 
-bool StreamingSink::Guarded(const std::function<bool()>& call) {
+int64_t StreamingSink::WelcomeTimeoutNs() const {
+  // A child's Welcome comes when its parent's Attach takes the group, and
+  // that Attach waits timeout_ns from when it reaches the collector, which
+  // may be after this Hello (a busy parent): the child waits longer, so
+  // the Attach decides and its error names the children that never came.
+  return options_.contact.attach_parent >= 0 ? 2 * options_.timeout_ns
+                                             : options_.timeout_ns;
+}
+
+bool StreamingSink::Guarded(const std::function<bool()>& call,
+                            int64_t timeout_ns) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    deadline_ns_ = MonotonicNs() + options_.timeout_ns;
+    deadline_ns_ =
+        MonotonicNs() + (timeout_ns > 0 ? timeout_ns : options_.timeout_ns);
   }
   const bool ok = call();
   std::lock_guard<std::mutex> lock(mutex_);

@@ -82,7 +82,9 @@ struct StreamingOptions {
   std::string fallback_trace_dir;
   std::string fallback_name;
   // The longest wait for the connection and Welcome, for a Write, for an
-  // ack the window waits on, and for the final ack, ns.
+  // ack the window waits on, and for the final ack, ns. A child of an
+  // attach group waits twice this for its Welcome (its parent's Attach,
+  // which may come later, waits this long).
   int64_t timeout_ns = 10'000'000'000;
   // TLS: a PEM file of the certificate authority the collector's
   // certificate must chain to; empty: plaintext.
@@ -101,7 +103,8 @@ struct AttachGroupInfo {
 
 class StreamingSink : public trace::TraceSink {
  public:
-  // Connects, says Hello and waits for the Welcome, all within timeout_ns.
+  // Connects, says Hello and waits for the Welcome, all within timeout_ns
+  // (the Welcome of an attach group's child: 2 × timeout_ns).
   // Errors: Cancelled (options.abort was set), Unavailable /
   // DeadlineExceeded (unreachable, or no answer),
   // PermissionDenied (the token), OutOfRange / AlreadyExists /
@@ -182,8 +185,12 @@ class StreamingSink : public trace::TraceSink {
   absl::Status Start();
   void ReaderLoop();
   void WatchdogLoop();
-  // Runs `call` with the watchdog armed for timeout_ns.
-  bool Guarded(const std::function<bool()>& call);
+  // Runs `call` with the watchdog armed for `timeout_ns` (0: the
+  // options' timeout_ns).
+  bool Guarded(const std::function<bool()>& call, int64_t timeout_ns = 0);
+  // How long the Hello waits for its Welcome: timeout_ns, twice that for a
+  // child of an attach group (see Start()).
+  int64_t WelcomeTimeoutNs() const;
   absl::Status SendBatch(uint32_t thread_index, const std::string& thread_name,
                          absl::Span<const trace::Event> events);
   absl::Status FallBack(const std::string& reason);
