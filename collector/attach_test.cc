@@ -316,6 +316,33 @@ TEST_F(AttachTest, AChildThatNeverConnectsFailsTheGroupNamingIt) {
   EXPECT_EQ(second->children, (std::vector<int32_t>{1}));
 }
 
+TEST_F(AttachTest, AChildWaitsLongerThanItsParentsLaterAttach) {
+  // The child says Hello first and its parent's Attach comes 0.6 s later,
+  // each with a 1-s timeout: the child waits twice its timeout for the
+  // Welcome, so the Attach decides (and names the child that never came)
+  // rather than the child leaving first ("2 of 2 never connected").
+  absl::StatusOr<std::unique_ptr<StreamingSink>> parent =
+      Connect(FormatContact(Contact{token_, Address()}), 10);
+  ASSERT_TRUE(parent.ok()) << parent.status();
+  const std::string contact = (*parent)->AttachContact(0, Address());
+  absl::StatusOr<std::unique_ptr<StreamingSink>> child =
+      absl::UnknownError("not run");
+  std::thread child_thread(
+      [&] { child = Connect(contact, 100, 1'000'000'000); });
+  absl::SleepFor(absl::Milliseconds(600));
+  absl::StatusOr<AttachGroupInfo> group =
+      (*parent)->Attach(0, 2, {100, 4242}, 1'000'000'000, nullptr);
+  child_thread.join();
+  ASSERT_FALSE(group.ok());
+  EXPECT_THAT(std::string(group.status().message()),
+              HasSubstr("1 of 2 children never connected within "));
+  EXPECT_THAT(std::string(group.status().message()), HasSubstr("ms: pid 4242"));
+  ASSERT_FALSE(child.ok());
+  EXPECT_EQ(child.status().code(), absl::StatusCode::kFailedPrecondition)
+      << child.status();
+  EXPECT_THAT(std::string(child.status().message()), HasSubstr("pid 4242"));
+}
+
 TEST_F(AttachTest, AParentEndingFirstRefusesItsWaitingChildren) {
   absl::StatusOr<std::unique_ptr<StreamingSink>> parent =
       Connect(FormatContact(Contact{token_, Address()}), 10);
