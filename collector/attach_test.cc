@@ -317,8 +317,8 @@ TEST_F(AttachTest, AChildThatNeverConnectsFailsTheGroupNamingIt) {
 }
 
 TEST_F(AttachTest, AChildWaitsLongerThanItsParentsLaterAttach) {
-  // The child says Hello first and its parent's Attach comes 0.6 s later,
-  // each with a 1-s timeout: the child waits twice its timeout for the
+  // The child says Hello first and its parent's Attach comes 1.2 s later,
+  // each with a 2-s timeout: the child waits twice its timeout for the
   // Welcome, so the Attach decides (and names the child that never came)
   // rather than the child leaving first ("2 of 2 never connected").
   absl::StatusOr<std::unique_ptr<StreamingSink>> parent =
@@ -328,10 +328,10 @@ TEST_F(AttachTest, AChildWaitsLongerThanItsParentsLaterAttach) {
   absl::StatusOr<std::unique_ptr<StreamingSink>> child =
       absl::UnknownError("not run");
   std::thread child_thread(
-      [&] { child = Connect(contact, 100, 1'000'000'000); });
-  absl::SleepFor(absl::Milliseconds(600));
+      [&] { child = Connect(contact, 100, 2'000'000'000); });
+  absl::SleepFor(absl::Milliseconds(1200));
   absl::StatusOr<AttachGroupInfo> group =
-      (*parent)->Attach(0, 2, {100, 4242}, 1'000'000'000, nullptr);
+      (*parent)->Attach(0, 2, {100, 4242}, 2'000'000'000, nullptr);
   child_thread.join();
   ASSERT_FALSE(group.ok());
   EXPECT_THAT(std::string(group.status().message()),
