@@ -291,6 +291,22 @@ class KinkWalk {
   bool step_upper_ = false;
 };
 
+// True when the slope is bounded (see Separation), from the ends of the
+// sides' chains (no merging needed): g'(+inf) = upper_min_x - lower_max_x
+// and g'(-inf) = upper_max_x - lower_min_x, and g must fall on both sides
+// for its maximum to exist. Needs points on both sides.
+bool BoundedFromEnds(const HullChains& h) {
+  const ChainView& lower_left = h.lower[0].empty() ? h.lower[1] : h.lower[0];
+  const ChainView& lower_right = h.lower[1].empty() ? h.lower[0] : h.lower[1];
+  const ChainView& upper_left = h.upper[0].empty() ? h.upper[1] : h.upper[0];
+  const ChainView& upper_right = h.upper[1].empty() ? h.upper[0] : h.upper[1];
+  const int64_t lower_min_x = lower_left.vertex(0).x;
+  const int64_t lower_max_x = lower_right.vertex(lower_right.size() - 1).x;
+  const int64_t upper_min_x = upper_left.vertex(0).x;
+  const int64_t upper_max_x = upper_right.vertex(upper_right.size() - 1).x;
+  return upper_min_x < lower_max_x && upper_max_x > lower_min_x;
+}
+
 // Both sides' chains merged into one hull each (thread-local scratch space
 // that only grows, reused across calls).
 struct MergedHulls {
@@ -302,7 +318,9 @@ struct MergedHulls {
 
 // Merges the sides; false when the slope is unbounded (see Separation).
 bool MergeBounded(const HullChains& h, MergedHulls* m) {
-  if (!HasPoints(h.lower) || !HasPoints(h.upper)) return false;
+  if (!HasPoints(h.lower) || !HasPoints(h.upper) || !BoundedFromEnds(h)) {
+    return false;
+  }
   thread_local std::vector<Point> lower, upper;
   const size_t lower_room =
       static_cast<size_t>(h.lower[0].size() + h.lower[1].size());
@@ -314,14 +332,7 @@ bool MergeBounded(const HullChains& h, MergedHulls* m) {
   m->upper = upper.data();
   m->lower_size = MergeSide(h.lower, true, lower.data());
   m->upper_size = MergeSide(h.upper, false, upper.data());
-  // A merged hull's ends are its side's leftmost and rightmost points.
-  const int64_t lower_min_x = m->lower[0].x;
-  const int64_t lower_max_x = m->lower[m->lower_size - 1].x;
-  const int64_t upper_min_x = m->upper[0].x;
-  const int64_t upper_max_x = m->upper[m->upper_size - 1].x;
-  // g'(+inf) = upper_min_x - lower_max_x and g'(-inf) = upper_max_x -
-  // lower_min_x: g must fall on both sides for its maximum to exist.
-  return upper_min_x < lower_max_x && upper_max_x > lower_min_x;
+  return true;
 }
 
 // Index of the vertex at x in a hull (x strictly increasing), or -1.
@@ -357,24 +368,6 @@ void FindMaxLine(KinkWalk* walk, Separation* sep) {
   sep->max_line = Line{walk->lower_support(), 0, sep->max_slope.value()};
   sep->request_support_x[3] = walk->lower_support().x;
   sep->response_support_x[3] = walk->upper_support().x;
-}
-
-}  // namespace
-
-namespace {
-
-// True when the slope is bounded (see Separation), from the ends of the
-// sides' chains (as MergeBounded finds it, without merging).
-bool BoundedFromEnds(const HullChains& h) {
-  const ChainView& lower_left = h.lower[0].empty() ? h.lower[1] : h.lower[0];
-  const ChainView& lower_right = h.lower[1].empty() ? h.lower[0] : h.lower[1];
-  const ChainView& upper_left = h.upper[0].empty() ? h.upper[1] : h.upper[0];
-  const ChainView& upper_right = h.upper[1].empty() ? h.upper[0] : h.upper[1];
-  const int64_t lower_min_x = lower_left.vertex(0).x;
-  const int64_t lower_max_x = lower_right.vertex(lower_right.size() - 1).x;
-  const int64_t upper_min_x = upper_left.vertex(0).x;
-  const int64_t upper_max_x = upper_right.vertex(upper_right.size() - 1).x;
-  return upper_min_x < lower_max_x && upper_max_x > lower_min_x;
 }
 
 // One side's vertices for a walk, in `buffer`: the merged side, or, when
