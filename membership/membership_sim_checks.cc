@@ -95,15 +95,18 @@ std::string MembershipSim::CheckNode(Idx i) const {
        chain.back().node_id != m.parent()->node_id)) {
     return absl::StrCat(id, "'s chain does not end at its parent");
   }
-  // Capacity: dynamic newcomers only while below max_children.
-  int pinned_children = 0;
-  for (const auto& [cid, c] : m.children()) {
-    pinned_children += c.pinned || (m.is_master() && c.master_priority > 0);
-  }
-  if (static_cast<int>(m.children().size()) >
-      options_.max_children + pinned_children) {
-    return absl::StrCat(id, " has ", m.children().size(), " children, max ",
-                        options_.max_children);
+  // Capacity: dynamic newcomers only while below max_children (pinned
+  // children, counted only past it, come on top).
+  if (static_cast<int>(m.children().size()) > options_.max_children) {
+    int pinned_children = 0;
+    for (const auto& [cid, c] : m.children()) {
+      pinned_children += c.pinned || (m.is_master() && c.master_priority > 0);
+    }
+    if (static_cast<int>(m.children().size()) >
+        options_.max_children + pinned_children) {
+      return absl::StrCat(id, " has ", m.children().size(), " children, max ",
+                          options_.max_children);
+    }
   }
   // Leases flow down: whoever holds one has a parent that is dead, the
   // master, a holder of a lease at least as long, or detached with grants

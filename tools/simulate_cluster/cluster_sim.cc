@@ -36,8 +36,8 @@ std::string ValidateOptions(const ClusterSimOptions& o) {
   if (o.membership_full_check_every < 1) {
     return Bad("full_check_every", "must be >= 1", o.membership_full_check_every);
   }
-  if (!(o.long_slice_s >= 0 && o.long_slice_s <= 8)) {
-    return Bad("long_slice_s", "must be in [0, 8]", o.long_slice_s);
+  if (!(o.long_slice_s >= 0 && o.long_slice_s * 1e9 <= kMaxLongSliceNs)) {
+    return Bad("long_slice_s", "must be in [0, 32]", o.long_slice_s);
   }
   if (o.min_nodes_per_split < 1) {
     return Bad("min_nodes_per_split", "must be >= 1", o.min_nodes_per_split);
@@ -151,7 +151,10 @@ void ClusterSim::Impl::InitNode(int i, bool fresh_process) {
 ClusterSim::Impl::Served ClusterSim::Impl::ServedAt(int i, int64_t t_ns) const {
   if (i == 0) return {t_ns, 0};  // The master's clock is the truth.
   const Node& n = nodes_[i];
-  const int64_t r = n.clock->LocalAt(t_ns);
+  return ServedAtRaw(n, n.clock->LocalAt(t_ns));
+}
+
+ClusterSim::Impl::Served ClusterSim::Impl::ServedAtRaw(const Node& n, int64_t r) const {
   // The newest mapping anchored at or before r (else the oldest kept).
   const uint32_t kept = std::min<uint32_t>(n.published_count, kMappingHistory);
   uint32_t k = n.published_count - 1;
@@ -173,10 +176,13 @@ void ClusterSim::Impl::Event(int i, int64_t t, StatsAcc& acc) {
   n.next_event_ns =
       t + static_cast<int64_t>(interval_ns_ * (0.9 + 0.2 * NextUniform(n.rng)));
   // The error of what this node serves now, before this pass's update.
-  const Served now = ServedAt(i, t);
+  // Its clock is read once per instant (t, and the reply's arrival).
+  const int64_t local_t = n.clock->LocalAt(t);
+  const Served now = i == 0 ? Served{t, 0} : ServedAtRaw(n, local_t);
   acc.Sample(n.depth, t, now.global_ns - t, now.half_ns,
              t >= static_cast<int64_t>(o_.warmup_s * 1e9));
   int64_t end = t;
+  int64_t raw = local_t;  // The local clock at `end`.
   const int p = n.parent;
   if (p >= 0 && nodes_[p].alive) {
     ++acc.exchanges;
@@ -191,16 +197,16 @@ void ClusterSim::Impl::Event(int i, int64_t t, StatsAcc& acc) {
       const Served at2 = ServedAt(p, t_recv);
       const Served at3 = ServedAt(p, t_send);
       hull::ProbeSample s;
-      s.t1_ns = n.clock->LocalAt(t);
+      raw = n.clock->LocalAt(end);
+      s.t1_ns = local_t;
       s.t2_ns = at2.global_ns;
       s.t3_ns = at3.global_ns;
-      s.t4_ns = n.clock->LocalAt(end);
+      s.t4_ns = raw;
       s.parent_bound_ns = std::max(at2.half_ns, at3.half_ns);
       if (hull::IsAccepted(n.estimator->Add(s))) n.last_reply_ns = end;
     }
   }
   // Publish, as the daemon's pass after a reply does.
-  const int64_t raw = n.clock->LocalAt(end);
   SlewTarget target = NodeSlewTarget(*n.estimator, raw, raw, raw + kSecond,
                                      raw + 10 * kSecond, static_cast<uint32_t>(n.depth));
   if (target.state != CLOCKSYNC_STATE_UNSYNCED) {
@@ -217,9 +223,9 @@ void ClusterSim::Impl::Event(int i, int64_t t, StatsAcc& acc) {
   Publish(n, m);
   // Children read this clock up to the end of the slice: draw the walk
   // that far now (reads are then const), and forget what nobody will ask
-  // for (a slice is at most long_slice_s <= 8 s).
+  // for (a slice is at most kMaxLongSliceNs).
   n.clock->LocalAt(t + 3 * interval_ns_);
-  n.clock->ForgetBefore(t - 10 * kSecond);
+  n.clock->ForgetBefore(t - kMaxLongSliceNs - 2 * kSecond);
 }
 
 void ClusterSim::Impl::Publish(Node& n, const Mapping& m) {

@@ -23,10 +23,10 @@
 //
 // Time advances in slices: within a slice the nodes are processed depth by
 // depth (a parent before its children), each node keeping the mappings it
-// published (the last 16) so that a child reads its parent's mapping as it
+// published (the last 40) so that a child reads its parent's mapping as it
 // was at the instant of the exchange. Slices are at most half a probe
 // interval while membership runs; while it stands still they are up to
-// long_slice_s (8 s, at most 10 intervals), so that a node's passes run
+// long_slice_s (32 s, at most 32 intervals), so that a node's passes run
 // back to back with its estimator in cache: at 100,000 nodes a pass that
 // finds the node's state cold costs several times one that finds it warm. The nodes of
 // one depth are independent and can run on several threads; results are
@@ -63,7 +63,7 @@ struct ClusterSimOptions {
   // short slices (<= half an interval) throughout. Results are the same up
   // to the order of floating-point sums; a long slice is faster because a
   // node's passes run back to back with its state in cache.
-  double long_slice_s = 8;
+  double long_slice_s = 32;
   // The estimator (the daemon's defaults: 300 s × 4 windows).
   double window_s = 300;
   int window_levels = 4;

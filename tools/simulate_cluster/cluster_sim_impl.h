@@ -25,9 +25,13 @@ inline constexpr int64_t kSecond = 1'000'000'000;
 // holds at most kLongSliceIntervals probe intervals, so at most
 // kLongSliceIntervals / 0.9 + 1 passes of a node, plus the mapping in force
 // when it began.
-inline constexpr int kMappingHistory = 16;
-inline constexpr int kLongSliceIntervals = 10;
+inline constexpr int kMappingHistory = 40;
+inline constexpr int kLongSliceIntervals = 32;
 static_assert(kLongSliceIntervals * 10 / 9 + 3 <= kMappingHistory);
+// The longest slice (ClusterSimOptions::long_slice_s at most): a node's
+// modeled clock keeps its walk this far back (and 2 s more) for the
+// children that read it at their instants in the slice.
+inline constexpr int64_t kMaxLongSliceNs = 32 * kSecond;
 
 class ClusterSim::Impl {
  public:
@@ -62,6 +66,8 @@ class ClusterSim::Impl {
 
   void InitNode(int i, bool fresh_process);
   Served ServedAt(int i, int64_t t_ns) const;
+  // The same for a node that is not node 0, from its clock's reading r.
+  Served ServedAtRaw(const Node& n, int64_t r) const;
   void Event(int i, int64_t t_ns, StatsAcc& acc);
   void ProcessSlice(int64_t end_ns);
   void Publish(Node& n, const Mapping& m);

@@ -107,15 +107,16 @@ TEST(ClusterSimTest, LongSlicesGiveTheSameRun) {
     return sim.report();
   };
   ClusterSimOptions o = Small(300, 4, 90);
+  ExpectSameStats(run(o, 0), run(o, 32));
   ExpectSameStats(run(o, 0), run(o, 8));
-  o.probe_interval_s = 0.25;  // 10 intervals: slices of 2.5 s.
-  ExpectSameStats(run(o, 0), run(o, 8));
+  o.probe_interval_s = 0.25;  // 32 intervals: slices of 8 s.
+  ExpectSameStats(run(o, 0), run(o, 32));
 
   o = Small(300, 4, 150);
   o.kill_pct_per_min = 3;
   o.restart_after_s = 20;
   const ClusterSimReport e = run(o, 0);
-  const ClusterSimReport f = run(o, 8);
+  const ClusterSimReport f = run(o, 32);
   ASSERT_EQ(e.events.size(), f.events.size());
   for (size_t k = 0; k < e.events.size(); ++k) {
     EXPECT_EQ(e.events[k].killed, f.events[k].killed);

@@ -25,9 +25,10 @@ ABSL_FLAG(double, warmup_s, 120, "Errors are counted from this time on.");
 ABSL_FLAG(uint64_t, seed, 1, "Seed: the same seed gives the same run.");
 ABSL_FLAG(std::string, json, "", "Write the report as JSON to this file.");
 ABSL_FLAG(int, threads, 2, "Threads for the nodes of one depth.");
-ABSL_FLAG(double, long_slice_s, 8,
+ABSL_FLAG(double, long_slice_s, 32,
           "While the tree stands still, advance time in slices this long (at "
-          "most 10 probe intervals; 0: half an interval): faster, same results.");
+          "most 32 probe intervals and 32 s; 0: half an interval): faster, "
+          "same results.");
 ABSL_FLAG(int, standbys, 0,
           "Master candidates among the nodes (master_priority 200, 199, ...).");
 ABSL_FLAG(double, master_failure_at_s, -1,
