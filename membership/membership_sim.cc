@@ -69,6 +69,7 @@ MembershipSim::Idx MembershipSim::NewNode(const MembershipConfig& config) {
   by_address_[RefOf(nodes_.back().id).grpc_address] = i;
   checked_parent_.push_back(-1);
   checked_children_.emplace_back();
+  checked_lease_view_.emplace_back();
   MarkChanged(i);
   return i;
 }

@@ -367,6 +367,17 @@ class MembershipSim {
   std::vector<Idx> changed_;
   std::vector<Idx> checked_parent_;
   std::vector<std::vector<Idx>> checked_children_;
+  // What a node's children's lease checks read of it (CheckNode), as that
+  // check last saw it: its children are checked again only when it moved.
+  struct LeaseView {
+    bool alive = false;
+    MembershipState state = MembershipState::kDetached;
+    int64_t lease_expiry_ns = 0;
+    int64_t granted_until_ns = 0;
+    bool operator==(const LeaseView&) const = default;
+  };
+  LeaseView LeaseViewOf(Idx i) const;
+  std::vector<LeaseView> checked_lease_view_;
   MembershipSimStats stats_;
 };
 

@@ -198,11 +198,15 @@ std::string MembershipSim::CheckSafetyIncremental() {
   // changed node and its real children.
   std::vector<Idx> changed;
   changed.swap(changed_);
+  // The changed nodes whose real parent changed (by index; sized lazily).
+  thread_local std::vector<bool> moved;
+  moved.assign(nodes_.size(), false);
   for (const Idx i : changed) {
     nodes_[i].changed = false;
     const Idx parent = ParentOf(i);
     Idx& old = checked_parent_[i];
     if (parent == old) continue;
+    moved[i] = true;
     if (old >= 0) {
       std::vector<Idx>& siblings = checked_children_[old];
       siblings.erase(std::find(siblings.begin(), siblings.end(), i));
@@ -212,19 +216,26 @@ std::string MembershipSim::CheckSafetyIncremental() {
   }
   const size_t limit = nodes_.size();
   for (const Idx i : changed) {
-    // A cycle needs a changed parent pointer: walk up from every changed
-    // node (a walk longer than there are nodes has met a cycle).
-    Idx cur = i;
-    for (size_t hops = 0; cur >= 0; ++hops) {
-      if (hops > limit) {
-        bool cycle = false;
-        return absl::StrCat("cycle: ", PathString(PathUp(i, &cycle), " -> "));
+    // A cycle needs a changed parent pointer: walk up from every node whose
+    // pointer changed (a walk longer than there are nodes has met a cycle).
+    if (moved[i]) {
+      Idx cur = i;
+      for (size_t hops = 0; cur >= 0; ++hops) {
+        if (hops > limit) {
+          bool cycle = false;
+          return absl::StrCat("cycle: ", PathString(PathUp(i, &cycle), " -> "));
+        }
+        cur = ParentOf(cur);
       }
-      cur = ParentOf(cur);
     }
     if (nodes_[i].alive) {
       if (std::string e = CheckNode(i); !e.empty()) return e;
     }
+    // Its children's lease checks read only its LeaseView (a lease that
+    // expires with time cannot break them: a child's own runs out first).
+    const LeaseView view = LeaseViewOf(i);
+    if (view == checked_lease_view_[i]) continue;
+    checked_lease_view_[i] = view;
     for (const Idx c : checked_children_[i]) {
       if (nodes_[c].alive) {
         if (std::string e = CheckNode(c); !e.empty()) return e;
@@ -232,6 +243,12 @@ std::string MembershipSim::CheckSafetyIncremental() {
     }
   }
   return "";
+}
+
+MembershipSim::LeaseView MembershipSim::LeaseViewOf(Idx i) const {
+  const Node& n = nodes_[i];
+  return LeaseView{n.alive, n.m.state(), n.m.lease_expiry_ns(),
+                   n.m.granted_until_ns()};
 }
 
 std::string MembershipSim::CheckConverged() const {

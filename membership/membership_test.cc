@@ -1147,6 +1147,36 @@ TEST(MembershipSimTest, IncrementalCheckFindsBrokenLeasesAndCycles) {
     EXPECT_EQ(sim.CheckSafetyIncremental(), full);
   }
   {
+    // A parent detaches while a child holds a lease beyond what it granted:
+    // the child is checked again though only the parent changed.
+    MembershipSim sim(o);
+    settled(sim);
+    const std::string p = pick(sim);
+    ASSERT_FALSE(p.empty());
+    const std::string c = sim.RealChildren(p).front();
+    auto extend = [&](const std::string& id, int64_t remaining_ns) {
+      Membership& m = sim.mutable_node(id);
+      Attachment a;
+      a.ancestors = m.ancestors();
+      a.depth = static_cast<uint32_t>(a.ancestors.size());
+      a.lease_remaining_ns = remaining_ns;
+      return m.OnParentInfo(a, sim.now_ns());
+    };
+    // The parent's lease (and its own parent's, at depth 1) grows past what
+    // it granted, the child's up to it.
+    ASSERT_TRUE(extend(sim.node(p).parent()->node_id, 200'000'000'000));
+    ASSERT_TRUE(extend(p, 100'000'000'000));
+    ASSERT_TRUE(extend(c, 50'000'000'000));
+    ASSERT_EQ(sim.CheckSafety(), "");
+    ASSERT_EQ(sim.CheckSafetyIncremental(), "");
+    sim.mutable_node(p).OnParentLost(sim.now_ns());
+    const std::string full = sim.CheckSafety();
+    EXPECT_NE(full.find("its detached parent " + p + " never granted"),
+              std::string::npos)
+        << full;
+    EXPECT_EQ(sim.CheckSafetyIncremental(), full);
+  }
+  {
     MembershipSim sim(o);
     settled(sim);
     // The depth-2 node b's parent a attaches below b: a -> b -> a.
