@@ -181,6 +181,7 @@ JoinDecision Membership::Accept(const JoinRequestInfo& request,
   child.subtree_size = ClampSubtree(request.subtree_size);
   child.free_slot_depth = ClampFreeSlotDepth(request.free_slot_depth);
   child.last_heard_ns = now_ns;
+  children_heard_floor_ns_ = std::min(children_heard_floor_ns_, now_ns);
   child.pinned = request.pinned;
   child.master_priority =
       std::clamp(request.master_priority, 0, kMaxMasterPriority);
@@ -368,14 +369,21 @@ Attachment Membership::MakeAttachment(int64_t now_ns) {
 std::vector<std::string> Membership::ExpireChildren(int64_t now_ns,
                                                     int64_t timeout_ns) {
   std::vector<std::string> expired;
+  // Called at every tick: no pass while no child can have timed out.
+  if (children_.empty() || now_ns - children_heard_floor_ns_ <= timeout_ns) {
+    return expired;
+  }
+  int64_t floor_ns = std::numeric_limits<int64_t>::max();
   for (auto it = children_.begin(); it != children_.end();) {
     if (now_ns - it->second.last_heard_ns > timeout_ns) {
       expired.push_back(it->first);
       it = children_.erase(it);
     } else {
+      floor_ns = std::min(floor_ns, it->second.last_heard_ns);
       ++it;
     }
   }
+  children_heard_floor_ns_ = floor_ns;
   return expired;
 }
 

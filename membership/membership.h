@@ -77,6 +77,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -608,6 +609,9 @@ class Membership {
   std::optional<NodeRef> parent_;
   std::vector<NodeRef> ancestors_;
   std::map<std::string, ChildInfo> children_;
+  // At most every child's last_heard_ns (which only grows; a child enters
+  // heard now): ExpireChildren skips its pass while none can have timed out.
+  int64_t children_heard_floor_ns_ = std::numeric_limits<int64_t>::max();
   int64_t lease_expiry_ns_ = 0;
   int64_t granted_until_ns_ = 0;
   int missed_probes_ = 0;

@@ -627,7 +627,22 @@ TEST(MembershipTest, MissedProbesChildExpiryAndSubtreeSize) {
   EXPECT_FALSE(m.AttachmentForChild("zz", 30).has_value());
   EXPECT_EQ(m.SubtreeSize(), 1 + 1 + 5 + 3);
   // a last heard at 0, b at 10, c at 30; timeout 15 at 30: a and b go.
+  EXPECT_TRUE(m.ExpireChildren(15, 15).empty());  // Nobody yet (a: 15 = 15).
   EXPECT_EQ(m.ExpireChildren(30, 15), (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(m.SubtreeSize(), 4);
+  // The passes that skip (no child can have timed out) and the one that
+  // does not: c heard at 30 and 40, d joining at 35.
+  EXPECT_TRUE(m.ExpireChildren(45, 15).empty());
+  m.HandleJoin(Request("d", 1), 35);
+  EXPECT_TRUE(m.OnChildHeard("c", 3, 50'000, 40));
+  EXPECT_TRUE(m.ExpireChildren(50, 15).empty());
+  EXPECT_EQ(m.ExpireChildren(51, 15), (std::vector<std::string>{"d"}));
+  EXPECT_TRUE(m.ExpireChildren(55, 15).empty());
+  EXPECT_EQ(m.ExpireChildren(56, 15), (std::vector<std::string>{"c"}));
+  m.HandleJoin(Request("e", 1), 60);
+  EXPECT_TRUE(m.ExpireChildren(75, 15).empty());
+  EXPECT_EQ(m.ExpireChildren(76, 15), (std::vector<std::string>{"e"}));
+  m.HandleJoin(Request("c", 3), 80);
   EXPECT_EQ(m.SubtreeSize(), 4);
   EXPECT_TRUE(m.HandleLeave("c"));
   EXPECT_FALSE(m.HandleLeave("c"));
