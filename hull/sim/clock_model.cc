@@ -111,6 +111,12 @@ void ModeledClock::ForgetBefore(int64_t true_ns) {
   first_second_ = second;
 }
 
+void ModeledClock::DrawUntil(int64_t true_ns) {
+  if (params_.wander_ppb_per_sqrt_s > 0) {
+    ExtendWalk(std::max(first_second_, true_ns / 1'000'000'000));
+  }
+}
+
 void ModeledClock::ExtendWalk(int64_t seconds) {
   while (first_second_ + static_cast<int64_t>(walk_ppb_.size()) <= seconds) {
     // Second k's frequency is second k-1's plus a random step; its phase

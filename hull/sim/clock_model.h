@@ -57,6 +57,9 @@ class ModeledClock {
   int64_t LocalAt(int64_t true_ns);
   // The frequency error (local rate − 1) at `true_ns`, in ppb.
   double FrequencyPpbAt(int64_t true_ns);
+  // Draws the random walk up to true time `true_ns` now (LocalAt and
+  // FrequencyPpbAt up to it then draw nothing; the walk is the same).
+  void DrawUntil(int64_t true_ns);
   // Drops the random walk before true time `true_ns` (whole seconds), so a
   // long run keeps bounded memory; later queries before it are clamped to
   // its first kept second. The walk drawn stays the same.

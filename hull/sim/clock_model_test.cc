@@ -117,6 +117,20 @@ TEST(ClockModelTest, ForgetBeforeKeepsTheWalk) {
   EXPECT_GT(whole.walk_seconds_held(), 2'900u);
 }
 
+TEST(ClockModelTest, DrawUntilDrawsTheSameWalkAhead) {
+  ClockModelParams p;
+  p.wander_ppb_per_sqrt_s = 5;
+  p.seed = 12;
+  ModeledClock lazy(p);
+  ModeledClock ahead(p);
+  ahead.DrawUntil(100 * kSecond);
+  EXPECT_EQ(ahead.walk_seconds_held(), 101u);
+  for (int64_t s = 0; s < 200; s += 3) {
+    const int64_t t = s * kSecond + 5'000;
+    EXPECT_EQ(ahead.LocalAt(t), lazy.LocalAt(t)) << s;
+  }
+}
+
 TEST(ProbeSimulatorTest, SamplesAreCausalAndCarryTruth) {
   SimulationParams p;
   p.clock.frequency_ppm = 50;

@@ -224,7 +224,7 @@ void ClusterSim::Impl::Event(int i, int64_t t, StatsAcc& acc) {
   // Children read this clock up to the end of the slice: draw the walk
   // that far now (reads are then const), and forget what nobody will ask
   // for (a slice is at most kMaxLongSliceNs).
-  n.clock->LocalAt(t + 3 * interval_ns_);
+  n.clock->DrawUntil(t + 3 * interval_ns_);
   n.clock->ForgetBefore(t - kMaxLongSliceNs - 2 * kSecond);
 }
 
