@@ -462,6 +462,7 @@ void AdaptiveWindowEstimator::RecordRanges() {
 
 AddResult AdaptiveWindowEstimator::Add(const ProbeSample& s) {
   AddResult result = AddResult::kAccepted;
+  have_last_estimate_ = false;
   bool cut = false;
   for (size_t k = 0; k < levels_.size(); ++k) {
     const AddResult r = levels_[k]->Add(s);
@@ -529,14 +530,27 @@ AddResult AdaptiveWindowEstimator::Add(const ProbeSample& s) {
     RecordRanges();
     home_ = HomeCandidate();
   }
+  last_estimate_ = Answer(now[selected_], now[candidate_ / 2], x);
+  last_estimate_x_ = x;
+  have_last_estimate_ = true;
   return result;
 }
 
 TimeEstimate AdaptiveWindowEstimator::Estimate(int64_t local_ns) const {
-  TimeEstimate e = levels_[selected_]->Estimate(local_ns);
+  if (have_last_estimate_ && local_ns == last_estimate_x_) {
+    return last_estimate_;
+  }
+  const TimeEstimate e = levels_[selected_]->Estimate(local_ns);
+  if (candidate_ % 2 == 0 || e.state == SyncState::kUnsynced) return e;
+  return Answer(e, levels_[candidate_ / 2]->Estimate(local_ns), local_ns);
+}
+
+TimeEstimate AdaptiveWindowEstimator::Answer(const TimeEstimate& selected,
+                                             const TimeEstimate& longer,
+                                             int64_t local_ns) const {
+  TimeEstimate e = selected;
   if (candidate_ % 2 == 0 || e.state == SyncState::kUnsynced) return e;
   // The mean of two levels, inside the answering (shorter) level's bound.
-  const TimeEstimate longer = levels_[candidate_ / 2]->Estimate(local_ns);
   if (longer.state == SyncState::kUnsynced) return e;
   const int64_t mean =
       e.global_ns + (longer.global_ns - e.global_ns) / 2;

@@ -194,6 +194,10 @@ class AdaptiveWindowEstimator final : public Estimator {
   // The home candidate: the window the delay spread and the configured
   // wander allowance call for (see the header). Records the spread.
   int HomeCandidate();
+  // The answer from the answering level's estimate and the next longer
+  // level's (used when the candidate is their mean), both at local_ns.
+  TimeEstimate Answer(const TimeEstimate& selected, const TimeEstimate& longer,
+                      int64_t local_ns) const;
   // newest − oldest t4 of the round trips held, ns.
   int64_t RoundTripSpanNs() const;
   // Samples each level's drift a window apart (see drift_x_).
@@ -278,6 +282,12 @@ class AdaptiveWindowEstimator final : public Estimator {
   // not kMaxCandidates: a cluster simulator holds one per node).
   mutable std::vector<double> bound_cache_;
   mutable std::vector<uint8_t> bound_valid_;
+  // Estimate at the newest sample's t4, kept by Add (which computed every
+  // level's estimate there): the daemon and the cluster simulator ask for
+  // it right after each sample.
+  TimeEstimate last_estimate_;
+  int64_t last_estimate_x_ = 0;
+  bool have_last_estimate_ = false;
   int home_ = 0;       // The home candidate.
   int selected_ = 0;   // The level whose bound answers.
   int candidate_ = 0;  // The candidate whose estimate answers.

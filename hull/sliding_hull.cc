@@ -61,28 +61,32 @@ void SlidingHull::RebuildFront() {
   // The whole window becomes the front part; the back part starts empty.
   back_chain_.clear();
   front_chain_.clear();
-  front_seq_.clear();
-  undo_log_.clear();
-  front_base_ = head_;
+  undo_.clear();
   split_ = tail_;
-  undo_begin_.resize(static_cast<size_t>(tail_ - head_));
+  // A count per point and at most one entry per point popped.
+  undo_.reserve(static_cast<size_t>(2 * (tail_ - head_)));
+  // front_chain_'s sequence numbers, needed only here (to log the popped
+  // vertices).
+  thread_local std::vector<uint32_t> front_seq;
+  front_seq.clear();
   // Prepend points right to left; a chain right to left with the leftmost
   // vertex last. For increasing x the chain reads c (new), b, a: b goes
   // when the turn (c, b, a) is wrong for this side.
   for (uint64_t seq = tail_; seq-- != head_;) {
     const Point& c = point(static_cast<uint32_t>(seq));
-    undo_begin_[seq - front_base_] = static_cast<uint32_t>(undo_log_.size());
+    uint32_t popped = 0;
     while (front_chain_.size() >= 2 &&
            Removes(c, front_chain_.back(),
                    front_chain_[front_chain_.size() - 2])) {
-      undo_log_.push_back(front_seq_.back());
+      undo_.push_back(front_seq.back());
       front_chain_.pop_back();
-      front_seq_.pop_back();
+      front_seq.pop_back();
+      ++popped;
     }
+    undo_.push_back(popped);
     front_chain_.push_back(c);
-    front_seq_.push_back(static_cast<uint32_t>(seq));
+    front_seq.push_back(static_cast<uint32_t>(seq));
   }
-  undo_end_ = static_cast<uint32_t>(undo_log_.size());
 }
 
 void SlidingHull::PopFront() {
@@ -90,54 +94,32 @@ void SlidingHull::PopFront() {
   if (head_ == split_) RebuildFront();
   const uint64_t seq = head_++;
   // The leftmost point of a suffix is always a vertex of its hull.
-  assert(!front_seq_.empty() &&
-         front_seq_.back() == static_cast<uint32_t>(seq));
+  assert(!front_chain_.empty() &&
+         front_chain_.back().x == point(static_cast<uint32_t>(seq)).x);
+  (void)seq;
   front_chain_.pop_back();
-  front_seq_.pop_back();
-  const size_t k = static_cast<size_t>(seq - front_base_);
-  const uint32_t begin = undo_begin_[k];
-  const uint32_t end = k == 0 ? undo_end_ : undo_begin_[k - 1];
   // Undo the prepend: restore popped vertices, last popped first.
-  for (uint32_t i = end; i-- != begin;) {
-    front_seq_.push_back(undo_log_[i]);
-    front_chain_.push_back(point(undo_log_[i]));
+  uint32_t popped = undo_.back();
+  undo_.pop_back();
+  for (; popped > 0; --popped) {
+    front_chain_.push_back(point(undo_.back()));
+    undo_.pop_back();
   }
-  if (head_ == split_) {
-    // Front part used up; release the log so memory follows the window.
-    front_chain_.clear();
-    front_seq_.clear();
-    undo_log_.clear();
-    undo_begin_.clear();
-  }
+  // Front part used up: every prepend is undone.
+  assert(head_ != split_ || (front_chain_.empty() && undo_.empty()));
 }
 
 void SlidingHull::Clear() {
   head_ = split_ = tail_ = 0;
   back_chain_.clear();
   front_chain_.clear();
-  front_seq_.clear();
-  undo_log_.clear();
-  undo_begin_.clear();
-  front_base_ = 0;
-  undo_end_ = 0;
-}
-
-ChainView SlidingHull::front_chain() const {
-  return ChainView(front_chain_.data(), static_cast<int>(front_chain_.size()),
-                   /*reversed=*/true);
-}
-
-ChainView SlidingHull::back_chain() const {
-  return ChainView(back_chain_.data(), static_cast<int>(back_chain_.size()),
-                   /*reversed=*/false);
+  undo_.clear();
 }
 
 size_t SlidingHull::memory_bytes() const {
   return sizeof(*this) + ring_.capacity() * sizeof(Point) +
          (back_chain_.capacity() + front_chain_.capacity()) * sizeof(Point) +
-         (front_seq_.capacity() + undo_log_.capacity() +
-          undo_begin_.capacity()) *
-             sizeof(uint32_t);
+         undo_.capacity() * sizeof(uint32_t);
 }
 
 }  // namespace clocksync::hull

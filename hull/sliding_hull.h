@@ -8,8 +8,9 @@
 //     appending on the right (amortized O(1) per point);
 //   - the front part [head, split): its hull is kept for every suffix at once.
 //     It was built right to left, each prepended point popping some vertices;
-//     those are logged, so removing the leftmost point undoes its prepend
-//     (restores what it popped) in O(popped).
+//     those are logged on a stack, so removing the leftmost point undoes its
+//     prepend (restores what it popped) in O(popped), reading only the top
+//     of the stack.
 // When the front part runs empty, the whole window becomes the new front part
 // (an O(n) rebuild once per n removals). Every operation is amortized O(1);
 // nothing is rebuilt per sample.
@@ -112,8 +113,14 @@ class SlidingHull {
 
   // The hull chain of the front part (older points) and of the back part.
   // Every x of the front chain is below every x of the back chain.
-  ChainView front_chain() const;
-  ChainView back_chain() const;
+  ChainView front_chain() const {
+    return ChainView(front_chain_.data(),
+                     static_cast<int>(front_chain_.size()), /*reversed=*/true);
+  }
+  ChainView back_chain() const {
+    return ChainView(back_chain_.data(), static_cast<int>(back_chain_.size()),
+                     /*reversed=*/false);
+  }
   // Vertices in both chains (an upper bound on the merged hull's size).
   size_t chain_vertices() const {
     return front_chain_.size() + back_chain_.size();
@@ -141,21 +148,18 @@ class SlidingHull {
   uint64_t split_ = 0;  // First sequence number of the back part.
   uint64_t tail_ = 0;   // One past the newest point.
 
-  // The chains hold their vertices (queries read them directly); the
-  // front chain's sequence numbers, truncated to 32 bits, are kept beside
-  // it for the undo log. The ring is never larger than 2^31 points, so
-  // seq & mask_ recovers the slot.
+  // The chains hold their vertices (queries read them directly).
   std::vector<Point> back_chain_;    // Left to right.
   std::vector<Point> front_chain_;   // Right to left: back() is leftmost.
-  std::vector<uint32_t> front_seq_;  // front_chain_'s sequence numbers.
-  // Vertices popped by each front point's prepend, in pop order.
-  std::vector<uint32_t> undo_log_;
-  // For front point seq, its log entries begin at
-  // undo_begin_[seq - front_base_]; they end where the entries of seq - 1
-  // begin, or at undo_end_ for the oldest point of the rebuild.
-  std::vector<uint32_t> undo_begin_;
-  uint64_t front_base_ = 0;
-  uint32_t undo_end_ = 0;
+  // The undo log, a stack. RebuildFront prepends the front points right to
+  // left and pushes, for each, the sequence numbers (truncated to 32 bits:
+  // the ring is never larger than 2^31 points, so seq & mask_ recovers the
+  // slot) of the vertices its prepend popped, in pop order, then their
+  // count. PopFront removes the front points left to right, the reverse
+  // order, so the leftmost point's entries are always on top: a pop reads
+  // the end of one array (with a separate index array and log, as before,
+  // a pop read two places of memory, each a cache miss for a cold window).
+  std::vector<uint32_t> undo_;
 };
 
 }  // namespace clocksync::hull
