@@ -200,6 +200,9 @@ class AdaptiveWindowEstimator final : public Estimator {
                       int64_t local_ns) const;
   // newest − oldest t4 of the round trips held, ns.
   int64_t RoundTripSpanNs() const;
+  // The median (the n/2-th smallest of n) and the minimum of the round
+  // trips held; records the median for the next call.
+  void RoundTripMedian(double* median, double* minimum);
   // Samples each level's drift a window apart (see drift_x_).
   void RecordDrifts(const std::array<TimeEstimate, kMaxLevels>& now, int64_t x);
   // True when the drifts show the clock wandering far less than the
@@ -256,6 +259,10 @@ class AdaptiveWindowEstimator final : public Estimator {
   int round_trips_count_ = 0;
   int round_trips_next_ = 0;
   std::array<int64_t, 127> round_trip_x_{};  // Their t4.
+  // The median at the last checkpoint, from which the next one is found
+  // by counting (see RoundTripMedian).
+  double last_median_ = 0;
+  bool have_last_median_ = false;
   // The round trips' spread (median − minimum) at the last checkpoints
   // (ring), for the home.
   std::array<double, kSpreadFloorCheckpoints> spreads_{};
