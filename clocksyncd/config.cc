@@ -307,6 +307,7 @@ absl::StatusOr<DaemonConfig> ValidateConfig(const ConfigProto& c,
   d.estimator.base.window_ns = ns["window"];
   d.estimator.levels = c.window_levels();
   d.estimator.base.wander_ppb_per_sqrt_s = c.wander_ppb_per_sqrt_s();
+  d.estimator.base.max_drift_ppm = c.max_drift_ppm();
   d.estimator.base.max_round_trip_ns = ns["max_round_trip"];
   d.slew.max_slew_ppm = c.max_slew_ppm();
   d.slew.slew_time_ns = ns["slew_time"];

@@ -44,7 +44,7 @@ std::string WriteFile(const std::string& name, const std::string& text) {
 }
 
 TEST(ConfigSchemaTest, EveryKeyIsDocumentedAndEveryRangeParses) {
-  ASSERT_EQ(ConfigKeys().size(), 37u);
+  ASSERT_EQ(ConfigKeys().size(), 38u);
   for (const ConfigKey* key : ConfigKeys()) {
     EXPECT_FALSE(key->options().GetExtension(config::doc).empty()) << key->name();
     const absl::StatusOr<std::optional<ValueRange>> range = RangeOf(key);
@@ -341,6 +341,10 @@ TEST(ConfigTest, EveryValidationErrorNamesItsFlag) {
        "bad flag --wander_ppb_per_sqrt_s: must be >= 0, got -1"},
       {{"--master", "--wander_ppb_per_sqrt_s=inf"},
        "bad flag --wander_ppb_per_sqrt_s: must be a finite number, got inf"},
+      {{"--master", "--max_drift_ppm=0"},
+       "bad flag --max_drift_ppm: must be > 0 and <= 100000, got 0"},
+      {{"--master", "--max_drift_ppm=200000"},
+       "bad flag --max_drift_ppm: must be > 0 and <= 100000, got 200000"},
       {{"--master", "--max_round_trip=0"},
        "bad flag --max_round_trip: must be > 0, got \"0\""},
       {{"--master", "--max_slew_ppm=0"},

@@ -22,6 +22,9 @@ std::string ValidateConfig(const EstimatorConfig& c) {
     return "wander_ppb_per_sqrt_s: must be finite and non-negative";
   }
   if (c.recovery_hold_ns < 0) return "recovery_hold_ns: must be >= 0";
+  if (!(c.max_drift_ppm > 0 && c.max_drift_ppm <= 100'000)) {
+    return "max_drift_ppm: must be in (0, 100000]";
+  }
   return "";
 }
 

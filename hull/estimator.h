@@ -56,6 +56,13 @@ struct EstimatorConfig {
   double wander_ppb_per_sqrt_s = 1.0;
   // How long the state stays kRecovering after an inconsistency.
   int64_t recovery_hold_ns = 10'000'000'000;
+  // The largest plausible frequency error of the local clock against
+  // global time, ppm (chrony's maxdrift). A window whose consistent lines
+  // are all steeper holds samples from both sides of a step (this clock's,
+  // or a parent's served time off for a moment before the parent noticed
+  // its own): it is cut like an inconsistency, instead of answering with a
+  // line that turns the step into a drift.
+  double max_drift_ppm = 500;
 };
 
 // Returns an empty string when valid, else "key: reason".

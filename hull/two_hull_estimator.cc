@@ -45,6 +45,14 @@ int64_t RoundToInt(double x) {
   return t + (fraction >= 0.5) - (fraction <= -0.5);
 }
 
+// True when a bounded, feasible separation's lines all have |slope| above
+// max_drift (ns per ns): physically implausible, treated as inconsistent.
+bool BeyondMaxDrift(const Separation& sep, double max_drift) {
+  return sep.bounded && sep.feasible &&
+         (sep.min_slope.value() > max_drift ||
+          sep.max_slope.value() < -max_drift);
+}
+
 }  // namespace
 
 TwoHullEstimator::TwoHullEstimator(const EstimatorConfig& config)
@@ -190,7 +198,8 @@ AddResult TwoHullEstimator::Add(const ProbeSample& s) {
   }
   if (dirty_ == 0) return AddResult::kAccepted;
   Recompute();
-  if (sep_.bounded && !sep_.feasible) {
+  if ((sep_.bounded && !sep_.feasible) ||
+      BeyondMaxDrift(sep_, config_.max_drift_ppm * 1e-6)) {
     ++stats_.inconsistencies;
     stats_.last_inconsistency_local_ns = s.t4_ns;
     Recover();
@@ -221,7 +230,8 @@ void TwoHullEstimator::Recover() {
     chains.upper[0] =
         ChainView(upper.data(), static_cast<int>(upper.size()), false);
     const Separation sep = Separate(chains);
-    return !sep.bounded || sep.feasible;
+    return !sep.bounded ||
+           (sep.feasible && !BeyondMaxDrift(sep, config_.max_drift_ppm * 1e-6));
   };
   // Consistency only gets harder as samples are added (more constraints):
   // gallop from the newest sample, then bisect.

@@ -22,7 +22,9 @@
 // again (separation.h, UpdateExtremeLines).
 //
 // Inconsistency: when the hulls cross (the clock stepped, or bent more than
-// the delays allow) the estimator notices at the sample that causes it,
+// the delays allow), or every line between them is steeper than
+// max_drift_ppm (a step the few samples since the last cut turned into a
+// drift), the estimator notices at the sample that causes it,
 // keeps the longest run of newest samples that is still consistent (so a
 // bending clock shortens the window; a step restarts it after the step),
 // reports it, and stays `kRecovering` for `recovery_hold_ns`.

@@ -5,9 +5,11 @@
 
 #include "hull/two_hull_estimator.h"
 
+#include <algorithm>
 #include <cmath>
 #include <deque>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -112,6 +114,9 @@ TEST(EstimatorTest, ConfigValidationNamesTheKey) {
   c = EstimatorConfig();
   c.max_round_trip_ns = -5;
   EXPECT_EQ(ValidateConfig(c).rfind("max_round_trip_ns:", 0), 0u);
+  c = EstimatorConfig();
+  c.max_drift_ppm = 0;
+  EXPECT_EQ(ValidateConfig(c).rfind("max_drift_ppm:", 0), 0u);
 }
 
 // A linear clock: θ(x) = global − local = theta0 + slope * (x − x0), exact
@@ -267,7 +272,13 @@ TEST(EstimatorTest, StepIsDetectedAndBoundsRecoverWithinTenSeconds) {
       EXPECT_LE(e.earliest_ns, truth) << "sample " << i;
       EXPECT_GE(e.latest_ns, truth) << "sample " << i;
     }
-    if (i >= 200 && i < 220) {
+    // At the step's sample the window restarts from it alone (with the
+    // samples before, every line would drift by the 2 ms over 0.5 s,
+    // beyond max_drift_ppm): unsynced, until the next.
+    if (i == 200) {
+      EXPECT_NE(e.state, SyncState::kSynced);
+    }
+    if (i > 200 && i < 220) {
       EXPECT_EQ(e.state, SyncState::kRecovering) << i;
     }
     if (i >= 260) {
@@ -280,6 +291,54 @@ TEST(EstimatorTest, StepIsDetectedAndBoundsRecoverWithinTenSeconds) {
   EXPECT_GE(est.stats().inconsistencies, 1u);
   EXPECT_LE(est.stats().inconsistencies, 3u);
   EXPECT_GE(est.stats().last_inconsistency_local_ns, detected_t4);
+}
+
+// A parent whose served time was off by 1 ms for one sample (its clock
+// stepped and it noticed at its next exchange): the estimator restarts at
+// that sample (the hulls cross), and the next, correct sample would leave a
+// two-sample window whose only lines drift by about −1,000 ppm. Beyond
+// max_drift_ppm that is a step, not a drift: the window is cut again and
+// the estimate follows the true, gentle slope, its bound around the truth.
+TEST(EstimatorTest, AParentsMomentaryStepIsNotTakenForADrift) {
+  const double slope = 20e-6;
+  auto run = [&](double max_drift_ppm) {
+    EstimatorConfig c = ExactConfig(300 * kSecond);
+    c.max_drift_ppm = max_drift_ppm;
+    TwoHullEstimator est(c);
+    std::mt19937_64 rng(7);
+    std::exponential_distribution<double> jitter(1.0 / 10'000);
+    double worst_drift_error_ppb = 0;
+    bool truth_inside = true;
+    for (int i = 0; i < 60; ++i) {
+      const int64_t glitch = i == 30 ? 1'000'000 : 0;
+      const int64_t t1 = 1'000 * kSecond + i * kSecond;
+      auto theta = [&](int64_t x) {
+        return 10 * kSecond + std::llround(slope * (x - 1'000 * kSecond));
+      };
+      const int64_t d1 = 20'000 + static_cast<int64_t>(jitter(rng));
+      const int64_t d2 = 20'000 + static_cast<int64_t>(jitter(rng));
+      const int64_t t2 = t1 + theta(t1) + glitch + d1;
+      const int64_t t4 = t1 + d1 + 1'000 + d2;
+      est.Add({t1, t2, t2 + 1'000, t4});
+      // Read as a client would, until the next sample.
+      const int64_t x = t4 + 900'000'000;
+      const TimeEstimate e = est.Estimate(x);
+      if (i > 30 && e.state != SyncState::kUnsynced) {
+        worst_drift_error_ppb =
+            std::max(worst_drift_error_ppb, std::fabs(e.drift_ppb - slope * 1e9));
+        const int64_t truth = x + theta(x);
+        truth_inside = truth_inside && e.earliest_ns <= truth && truth <= e.latest_ns;
+      }
+    }
+    return std::make_pair(worst_drift_error_ppb, truth_inside);
+  };
+  const auto [with_band_ppb, with_band_inside] = run(500);
+  EXPECT_LT(with_band_ppb, 100'000);  // Within 100 ppm of the truth.
+  EXPECT_TRUE(with_band_inside);
+  // Without it (a band no clock reaches) the step became a drift.
+  const auto [without_ppb, without_inside] = run(100'000);
+  EXPECT_GT(without_ppb, 900'000);
+  EXPECT_FALSE(without_inside);
 }
 
 TEST(EstimatorTest, HoldoverBoundGrowsWithTimeSinceLastSample) {
