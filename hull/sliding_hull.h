@@ -157,8 +157,8 @@ class SlidingHull {
   // slot) of the vertices its prepend popped, in pop order, then their
   // count. PopFront removes the front points left to right, the reverse
   // order, so the leftmost point's entries are always on top: a pop reads
-  // the end of one array (with a separate index array and log, as before,
-  // a pop read two places of memory, each a cache miss for a cold window).
+  // the end of one array (a separate index array and log would make it
+  // read two places of memory, each a cache miss for a cold window).
   std::vector<uint32_t> undo_;
 };
 
