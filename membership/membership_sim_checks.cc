@@ -198,7 +198,7 @@ std::string MembershipSim::CheckSafetyIncremental() {
   // changed node and its real children.
   std::vector<Idx> changed;
   changed.swap(changed_);
-  // The changed nodes whose real parent changed (by index; sized lazily).
+  // The changed nodes whose real parent changed (by index, reset per call).
   thread_local std::vector<bool> moved;
   moved.assign(nodes_.size(), false);
   for (const Idx i : changed) {
