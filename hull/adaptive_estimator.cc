@@ -369,34 +369,62 @@ void AdaptiveWindowEstimator::Select(
     }
   }
   candidate_ = best;
-  selected_ = (best + 1) / 2;
+  // Candidate c is level c / 2 (c even) or halfway between levels c / 2
+  // and c / 2 + 1 (c odd); the home answers from where W* falls between
+  // its neighbours, as far as the levels there are eligible.
+  double position = best;
+  if (best == home && home == home_) {
+    position = home_position_;
+    int shortest_eligible = 0;
+    while (shortest_eligible + 1 < static_cast<int>(levels_.size()) &&
+           eligible[shortest_eligible + 1]) {
+      ++shortest_eligible;
+    }
+    position = std::min(position, 2.0 * shortest_eligible);
+  }
+  selected_ = static_cast<int>(std::ceil(position / 2));
+  longer_weight_ = selected_ - position / 2;
+}
+
+void AdaptiveWindowEstimator::WanderTrack::Record(const TimeEstimate& estimate,
+                                                  int64_t span_ns,
+                                                  int64_t window_ns,
+                                                  int64_t at_x) {
+  // Only windows at least half full: a young one rests on a few samples.
+  if (estimate.state == SyncState::kUnsynced ||
+      static_cast<double>(span_ns) <
+          kWanderFullWindow * static_cast<double>(window_ns)) {
+    return;
+  }
+  if (!have_drift) {
+    have_drift = true;
+    x = at_x;
+    drift_ppb = estimate.drift_ppb;
+    return;
+  }
+  const int64_t elapsed = at_x - x;
+  if (elapsed < window_ns) return;
+  const double change = estimate.drift_ppb - drift_ppb;
+  sum = sum * kWanderDecay +
+        change * change / (static_cast<double>(elapsed) * 1e-9);
+  weight = weight * kWanderDecay + 1;
+  ++count;
+  x = at_x;
+  drift_ppb = estimate.drift_ppb;
+}
+
+bool AdaptiveWindowEstimator::WanderTrack::Negligible(double limit) const {
+  if (count < kWanderMinDifferences - 1) return false;
+  const double l =
+      count >= kWanderMinDifferences ? limit : limit * kTwoDifferencesFraction;
+  return sum / weight < l * l;
 }
 
 void AdaptiveWindowEstimator::RecordDrifts(
     const std::array<TimeEstimate, kMaxLevels>& now, int64_t x) {
   for (size_t k = 0; k < levels_.size(); ++k) {
-    // Only windows at least half full: a young one rests on a few samples.
-    if (now[k].state == SyncState::kUnsynced ||
-        static_cast<double>(levels_[k]->window_span_ns()) <
-            kWanderFullWindow *
-                static_cast<double>(levels_[k]->config().window_ns)) {
-      continue;
-    }
-    if (!have_drift_[k]) {
-      have_drift_[k] = true;
-      drift_x_[k] = x;
-      drift_ppb_[k] = now[k].drift_ppb;
-      continue;
-    }
-    const int64_t elapsed = x - drift_x_[k];
-    if (elapsed < levels_[k]->config().window_ns) continue;
-    const double change = now[k].drift_ppb - drift_ppb_[k];
-    wander_sum_[k] = wander_sum_[k] * kWanderDecay +
-                     change * change / (static_cast<double>(elapsed) * 1e-9);
-    wander_weight_[k] = wander_weight_[k] * kWanderDecay + 1;
-    ++wander_count_[k];
-    drift_x_[k] = x;
-    drift_ppb_[k] = now[k].drift_ppb;
+    wander_[k].Record(now[k], levels_[k]->window_span_ns(),
+                      levels_[k]->config().window_ns, x);
   }
 }
 
@@ -404,11 +432,7 @@ bool AdaptiveWindowEstimator::WanderNegligible() const {
   const double limit =
       kNegligibleWanderFraction * config_.base.wander_ppb_per_sqrt_s;
   for (size_t k = 0; k < levels_.size(); ++k) {
-    const int count = wander_count_[k];
-    if (count < kWanderMinDifferences - 1) continue;
-    const double l =
-        count >= kWanderMinDifferences ? limit : limit * kTwoDifferencesFraction;
-    if (wander_sum_[k] / wander_weight_[k] < l * l) return true;
+    if (wander_[k].Negligible(limit)) return true;
   }
   return false;
 }
@@ -481,6 +505,7 @@ void AdaptiveWindowEstimator::RoundTripMedian(double* median,
 }
 
 int AdaptiveWindowEstimator::HomeCandidate() {
+  home_position_ = 0;
   if (config_.base.wander_ppb_per_sqrt_s <= 0 || WanderNegligible()) return 0;
   const int n = round_trips_count_;
   if (n < kHomeMinRoundTrips) return 0;
@@ -503,8 +528,9 @@ int AdaptiveWindowEstimator::HomeCandidate() {
                             kHomeExponent);
   const double longest_s =
       static_cast<double>(levels_[0]->config().window_ns) * 1e-9;
-  const int c = static_cast<int>(std::lround(2 * std::log2(longest_s / home_s)));
-  return std::clamp(c, 0, candidates_ - 1);
+  home_position_ = std::clamp(2 * std::log2(longest_s / home_s), 0.0,
+                              static_cast<double>(candidates_ - 1));
+  return static_cast<int>(std::lround(home_position_));
 }
 
 void AdaptiveWindowEstimator::RecordRanges() {
@@ -557,7 +583,7 @@ AddResult AdaptiveWindowEstimator::Add(const ProbeSample& s) {
     // A step or a bend beyond the windows: predictions from before it
     // cannot be checked against samples after it, nor drifts compared.
     pending_.clear();
-    have_drift_.fill(false);
+    for (WanderTrack& w : wander_) w.have_drift = false;
   } else {
     UpdateCheckpoints(s, static_cast<int64_t>(request_offset - anchor_y_),
                       static_cast<int64_t>(response_offset - anchor_y_));
@@ -591,7 +617,8 @@ AddResult AdaptiveWindowEstimator::Add(const ProbeSample& s) {
     RecordRanges();
     home_ = HomeCandidate();
   }
-  last_estimate_ = Answer(now[selected_], now[candidate_ / 2], x);
+  last_estimate_ =
+      Answer(now[selected_], now[std::max(0, selected_ - 1)], x);
   last_estimate_x_ = x;
   have_last_estimate_ = true;
   return result;
@@ -602,22 +629,27 @@ TimeEstimate AdaptiveWindowEstimator::Estimate(int64_t local_ns) const {
     return last_estimate_;
   }
   const TimeEstimate e = levels_[selected_]->Estimate(local_ns);
-  if (candidate_ % 2 == 0 || e.state == SyncState::kUnsynced) return e;
-  return Answer(e, levels_[candidate_ / 2]->Estimate(local_ns), local_ns);
+  if (longer_weight_ == 0 || e.state == SyncState::kUnsynced) return e;
+  return Answer(e, levels_[selected_ - 1]->Estimate(local_ns), local_ns);
 }
 
 TimeEstimate AdaptiveWindowEstimator::Answer(const TimeEstimate& selected,
                                              const TimeEstimate& longer,
                                              int64_t local_ns) const {
   TimeEstimate e = selected;
-  if (candidate_ % 2 == 0 || e.state == SyncState::kUnsynced) return e;
-  // The mean of two levels, inside the answering (shorter) level's bound.
+  if (longer_weight_ == 0 || e.state == SyncState::kUnsynced) return e;
+  // Between two levels, inside the answering (shorter) level's bound.
   if (longer.state == SyncState::kUnsynced) return e;
-  const int64_t mean =
-      e.global_ns + (longer.global_ns - e.global_ns) / 2;
-  e.global_ns = std::clamp(mean, e.earliest_ns, e.latest_ns);
+  const int64_t blend =
+      longer_weight_ == 0.5
+          ? e.global_ns + (longer.global_ns - e.global_ns) / 2
+          : e.global_ns +
+                static_cast<int64_t>(std::llround(
+                    longer_weight_ *
+                    static_cast<double>(longer.global_ns - e.global_ns)));
+  e.global_ns = std::clamp(blend, e.earliest_ns, e.latest_ns);
   e.offset_ns = e.global_ns - local_ns;
-  e.drift_ppb = (e.drift_ppb + longer.drift_ppb) / 2;
+  e.drift_ppb += longer_weight_ * (longer.drift_ppb - e.drift_ppb);
   return e;
 }
 

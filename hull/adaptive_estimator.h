@@ -62,7 +62,11 @@
 //    the samples per second, both over the last 127 samples (the spread:
 //    the smallest at the last 4 checkpoints, so that a congestion
 //    episode's round trips do not move the home); the home is
-//    the candidate nearest W* in log2. Any other candidate answers only
+//    the candidate nearest W* in log2, and it answers from W* itself: the
+//    estimates of the two levels around W* blended by where W* falls
+//    between their windows in log2 (a level and its neighbour's mean are
+//    half a step apart; a window between them is better than either
+//    where W* is: chrony's default model, 101, 1,006 → 990 ns). Any other candidate answers only
 //    while it is significantly better than the home (step 3's test, against
 //    the home, with the checkpoints counted as one independent score per
 //    tenth of the longer window of the pair: the home's errors and a
@@ -268,16 +272,24 @@ class AdaptiveWindowEstimator final : public Estimator {
   std::array<double, kSpreadFloorCheckpoints> spreads_{};
   int spreads_count_ = 0;
   int spreads_next_ = 0;
-  // Measured wander: each level's drift is sampled a window apart (two
+  // Measured wander: a window's drift is sampled a window T apart (two
   // disjoint sets of samples); Σ w (Δβ)² / T over those differences
   // (ppb²/s), and Σ w. An upper bound of the clock's wander (the drifts'
   // own noise only adds to it).
-  std::array<int64_t, kMaxLevels> drift_x_{};
-  std::array<double, kMaxLevels> drift_ppb_{};
-  std::array<bool, kMaxLevels> have_drift_{};
-  std::array<double, kMaxLevels> wander_sum_{};
-  std::array<double, kMaxLevels> wander_weight_{};
-  std::array<int, kMaxLevels> wander_count_{};  // Differences taken.
+  struct WanderTrack {
+    int64_t x = 0;          // When the drift was last sampled.
+    double drift_ppb = 0;   // The drift then.
+    bool have_drift = false;
+    double sum = 0;         // Σ w (Δβ)² / T
+    double weight = 0;      // Σ w
+    int count = 0;          // Differences taken.
+    // Samples `estimate` (of a window `window_ns` long spanning `span_ns`).
+    void Record(const TimeEstimate& estimate, int64_t span_ns,
+                int64_t window_ns, int64_t x);
+    // True when the differences show a wander below `limit` (ppb/√s).
+    bool Negligible(double limit) const;
+  };
+  std::array<WanderTrack, kMaxLevels> wander_{};
   // When each level's range last blew up (congestion), for eligibility.
   std::array<int64_t, kMaxLevels> blown_x_{};
   std::array<bool, kMaxLevels> have_blown_{};
@@ -296,6 +308,11 @@ class AdaptiveWindowEstimator final : public Estimator {
   int64_t last_estimate_x_ = 0;
   bool have_last_estimate_ = false;
   int home_ = 0;       // The home candidate.
+  // Where W* falls among the candidates (home_ is the nearest).
+  double home_position_ = 0;
+  // The answer is the selected level's estimate moved this far towards the
+  // next longer level's (0, or in (0, 1) between two levels).
+  double longer_weight_ = 0;
   int selected_ = 0;   // The level whose bound answers.
   int candidate_ = 0;  // The candidate whose estimate answers.
   int candidates_ = 1;
