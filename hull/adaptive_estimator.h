@@ -76,8 +76,14 @@
 //    drift, sampled a window apart T once its window is half full,
 //    changes by less than 0.1 σ √T in RMS over at least 3 such
 //    differences, or 0.05 σ √T over 2: a linear clock at this noise
-//    level), the home is the
-//    longest window.
+//    level), the home is the longest window. Before any level can have
+//    3 differences (3.5 shortest windows, 131 s), the longest level's
+//    errors e against the short references (checkpoints whose span S is
+//    at least 0.75 shortest windows) tell it instead: a line fitted over S
+//    to a clock wandering at σ misses by about 0.025 σ² S³ in mean
+//    square, and Σ e² below 0.025 (0.2 σ)² Σ S³ over 2 checkpoints (by
+//    56 s) counts as linear (a kernel-stamped linear clock, 109, answers
+//    from the longest window 40–75 s earlier).
 //
 // The answering level's bound is its own (each level's bound is valid
 // alone), and its estimate lies inside it.
@@ -165,6 +171,7 @@ class AdaptiveWindowEstimator final : public Estimator {
     std::array<bool, 2> has_upper{};
     std::array<bool, 2> has_lower{};
     bool short_scored = false;
+    double span_s = 0;  // The longest level's span at x, s.
     std::array<double, kMaxCandidates> predicted{};  // θ_c(x), ns.
   };
   // Paired score of one level against another (exponentially weighted).
@@ -197,7 +204,7 @@ class AdaptiveWindowEstimator final : public Estimator {
   void RecordRanges();
   // The home candidate: the window the delay spread and the configured
   // wander allowance call for (see the header). Records the spread.
-  int HomeCandidate();
+  int HomeCandidate(int64_t x);
   // The answer from the answering level's estimate and the next longer
   // level's (used when the candidate is their mean), both at local_ns.
   TimeEstimate Answer(const TimeEstimate& selected, const TimeEstimate& longer,
@@ -211,7 +218,9 @@ class AdaptiveWindowEstimator final : public Estimator {
   void RecordDrifts(const std::array<TimeEstimate, kMaxLevels>& now, int64_t x);
   // True when the drifts show the clock wandering far less than the
   // configured allowance (a linear clock at this noise level).
-  bool WanderNegligible() const;
+  bool WanderNegligible(int64_t x) const;
+  // The same from the longest level's fit, before the drifts can tell.
+  bool EarlyWanderNegligible(int64_t x) const;
 
   AdaptiveConfig config_;
   std::vector<std::unique_ptr<TwoHullEstimator>> levels_;
@@ -231,6 +240,7 @@ class AdaptiveWindowEstimator final : public Estimator {
   int64_t start_x_ = 0;
   bool have_anchor_ = false;
   int64_t anchor_y_ = 0;  // Offsets are kept relative to this, ns.
+  int64_t first_x_ = 0;   // The first sample's t4.
   std::deque<Checkpoint> pending_;
   int64_t next_checkpoint_x_ = 0;
   // The last reference widths of each kind, for the purity test (rings).
@@ -290,6 +300,15 @@ class AdaptiveWindowEstimator final : public Estimator {
     bool Negligible(double limit) const;
   };
   std::array<WanderTrack, kMaxLevels> wander_{};
+  // The longest level's errors against the short references while the
+  // drifts cannot tell the wander yet: Σ e² (ns²), Σ S³ (s³, S its span),
+  // and how many (see EarlyWanderNegligible).
+  double fit_error_sum_ = 0;
+  double fit_span3_sum_ = 0;
+  int fit_error_count_ = 0;
+  // How long after the first sample that holds: until the shortest level
+  // can have taken kWanderMinDifferences drift differences.
+  int64_t early_wander_ns_ = 0;
   // When each level's range last blew up (congestion), for eligibility.
   std::array<int64_t, kMaxLevels> blown_x_{};
   std::array<bool, kMaxLevels> have_blown_{};

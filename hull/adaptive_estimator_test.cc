@@ -6,6 +6,8 @@
 
 #include <cmath>
 #include <cstdio>
+#include <memory>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "hull/sim/probe_simulator.h"
@@ -84,6 +86,88 @@ TEST(AdaptiveEstimatorTest, BendingClockSelectsShorterWindowStraightLosesLittle)
       EXPECT_LT(rms_adaptive, 1.25 * rms_fixed);
     }
   }
+}
+
+// Kernel timestamps at 16 Hz: sub-µs delays (the 109 scenario's network).
+SimulationParams KernelStamped(double wander_ppb_per_sqrt_s, uint64_t seed) {
+  SimulationParams p;
+  p.clock.frequency_ppm = 37;
+  p.clock.wander_ppb_per_sqrt_s = wander_ppb_per_sqrt_s;
+  p.clock.seed = 7 + seed;
+  p.forward.min_ns = p.backward.min_ns = 150;
+  p.forward.exp_mean_ns = 1000;
+  p.backward.exp_mean_ns = 200;
+  p.turnaround_ns = 2000;
+  p.interval_ns = 62'500'000;
+  p.duration_ns = 60 * kS;
+  p.seed = 109 + 1'000'003 * seed;
+  return p;
+}
+
+// Before the drifts can show it (3 differences of the shortest level's
+// drift, 131 s), the longest level's fit against the references tells a
+// linear clock at this noise level by 60 s, and mostly not a clock that
+// wanders at the allowance.
+TEST(AdaptiveEstimatorTest, LinearClockAnswersFromTheLongestWindowBy60s) {
+  int linear_home_longest = 0, wandering_home_longest = 0;
+  constexpr int kSeeds = 20;
+  for (int seed = 0; seed < kSeeds; ++seed) {
+    for (const double wander : {0.0, 1.0}) {
+      AdaptiveWindowEstimator est{AdaptiveConfig()};
+      ProbeSimulator sim(KernelStamped(wander, seed));
+      SimulatedSample s;
+      while (sim.Next(&s)) est.Add(s.sample);
+      const bool longest = est.home_candidate() == 0;
+      (wander == 0 ? linear_home_longest : wandering_home_longest) += longest;
+    }
+  }
+  std::printf("home = the longest window at 60 s: linear %d of %d seeds, "
+              "wandering at 1 ppb/sqrt(s) %d of %d\n",
+              linear_home_longest, kSeeds, wandering_home_longest, kSeeds);
+  EXPECT_GE(linear_home_longest, kSeeds * 3 / 4);
+  EXPECT_LE(wandering_home_longest, kSeeds / 10);
+}
+
+// The home answers from W* itself: between the estimates of the two levels
+// around it (never outside them), and strictly between them where W* falls
+// between two candidates.
+TEST(AdaptiveEstimatorTest, HomeAnswersBetweenTheLevelsAroundIt) {
+  SimulationParams p;  // chrony's default model: W* near 300 s.
+  p.clock.frequency_ppm = 100;
+  p.clock.wander_ppb_per_sqrt_s = 1;
+  p.duration_ns = 1200 * kS;
+  AdaptiveConfig config;
+  AdaptiveWindowEstimator est(config);
+  std::vector<std::unique_ptr<TwoHullEstimator>> fixed;
+  for (int k = 0; k < config.levels; ++k) {
+    EstimatorConfig c = config.base;
+    c.window_ns = config.base.window_ns >> k;
+    fixed.push_back(std::make_unique<TwoHullEstimator>(c));
+  }
+  ProbeSimulator sim(p);
+  SimulatedSample s;
+  int at_home = 0, strictly_between = 0;
+  while (sim.Next(&s)) {
+    est.Add(s.sample);
+    for (auto& f : fixed) f->Add(s.sample);
+    const int level = est.selected_level();
+    if (s.true_ns < 120 * kS || level == 0 ||
+        est.selected_candidate() != est.home_candidate()) {
+      continue;
+    }
+    ++at_home;
+    const int64_t x = s.sample.t4_ns;
+    const int64_t answer = est.Estimate(x).global_ns;
+    const int64_t a = fixed[level]->Estimate(x).global_ns;
+    const int64_t b = fixed[level - 1]->Estimate(x).global_ns;
+    ASSERT_GE(answer, std::min(a, b));
+    ASSERT_LE(answer, std::max(a, b));
+    strictly_between += answer != a && answer != b;
+  }
+  std::printf("at home %d samples, strictly between two levels %d\n", at_home,
+              strictly_between);
+  EXPECT_GT(at_home, 500);
+  EXPECT_GT(strictly_between, at_home / 2);
 }
 
 TEST(AdaptiveEstimatorTest, ValidationNamesTheKey) {
