@@ -205,7 +205,10 @@ std::string FormatAccuracyTable(const std::vector<TableColumn>& columns,
       const double rms = row.results[c].rms_ns();
       // The best fixed window in bold.
       const bool bold = static_cast<int>(c) < kFixedColumns && rms == best;
-      std::snprintf(cell, sizeof(cell), bold ? " **%.0f** |" : " %.0f |", rms);
+      // Sub-10-ns errors (kernel timestamps) with one decimal.
+      const int decimals = rms < 10 ? 1 : 0;
+      std::snprintf(cell, sizeof(cell), bold ? " **%.*f** |" : " %.*f |",
+                    decimals, rms);
       out += cell;
     }
     const int64_t violations =
