@@ -303,9 +303,24 @@ void AdaptiveWindowEstimator::UpdateCheckpoints(const ProbeSample& s,
 void AdaptiveWindowEstimator::Select(
     const std::array<TimeEstimate, kMaxLevels>& now,
     const std::array<double, kMaxLevels>& allowance, int64_t x) {
-  // Eligible levels: synced, and their hull range not blown up against
+  // Young levels: unsynced, or whose samples span less than half of what
+  // their window could hold by now (after an outage the short windows
+  // restart from a few samples; a long level cut alone by a bend restarts
+  // from the newest ones). Their slope is poor and their range wide: they
+  // may not answer, and their range is not judged (below).
+  std::array<bool, kMaxLevels> young{};
+  for (size_t k = 0; k < levels_.size(); ++k) {
+    const double fillable_ns = static_cast<double>(
+        std::min(levels_[k]->config().window_ns, x - start_x_));
+    young[k] = now[k].state == SyncState::kUnsynced ||
+               static_cast<double>(levels_[k]->window_span_ns()) <
+                   kEligibleSpanFraction * fillable_ns ||
+               (have_lone_cut_[k] &&
+                x - lone_cut_x_[k] < levels_[k]->config().window_ns);
+  }
+  // Eligible levels: not young, and their hull range not blown up against
   // their own recent median (no low-delay sample left in a short window).
-  // A longer level is eligible whenever a shorter one is.
+  // A congested level makes every shorter one ineligible too.
   std::array<bool, kMaxLevels> eligible{};
   // A level whose range blew up holds congested samples until about half
   // its window has passed since: it may not answer before (its range at x
@@ -322,10 +337,7 @@ void AdaptiveWindowEstimator::Select(
         static_cast<double>(e.latest_ns - e.earliest_ns) - 2 * allowance[k];
   }
   for (size_t k = 1; k < levels_.size(); ++k) {
-    const TimeEstimate& e = now[k];
-    if (e.state == SyncState::kUnsynced || ranges_count_ < kPurityMinWidths) {
-      continue;
-    }
+    if (young[k] || ranges_count_ < kPurityMinWidths) continue;
     const double range = hull_range[k];
     // Only a level that has had a whole window since the windows began
     // filling (or were cut) can lose its low-delay samples to congestion.
@@ -335,9 +347,11 @@ void AdaptiveWindowEstimator::Select(
   for (size_t k = 0; k < levels_.size(); ++k) {
     const TimeEstimate& e = now[k];
     if (e.state == SyncState::kUnsynced) continue;
-    // A blown range would raise the median it is judged against: the
-    // median's own value is recorded instead.
-    current_range_[k] = blown_now[k] ? median_range_[k] : hull_range[k];
+    // A blown range would raise the median it is judged against, and a
+    // young one is wide for want of samples: the median's own value is
+    // recorded instead.
+    current_range_[k] =
+        blown_now[k] || young[k] ? median_range_[k] : hull_range[k];
   }
   for (size_t k = 1; k < levels_.size(); ++k) {
     blown_now[k] = blown_now[k] || (k + 2 == levels_.size() &&
@@ -352,45 +366,62 @@ void AdaptiveWindowEstimator::Select(
       have_last_blown_ = true;
     }
   }
+  bool uncongested = true;  // No longer level is congested.
   for (size_t k = 0; k < levels_.size(); ++k) {
-    const TimeEstimate& e = now[k];
-    if (e.state == SyncState::kUnsynced) break;
-    const double range = hull_range[k];
-    const double fillable_ns = static_cast<double>(
-        std::min(levels_[k]->config().window_ns, x - start_x_));
-    const bool filled = static_cast<double>(levels_[k]->window_span_ns()) >=
-                        kEligibleSpanFraction * fillable_ns;
-    const bool clean =
-        !have_blown_[k] ||
-        static_cast<double>(blown_x_[k] - blown_since_x_[k]) <
-            kBlownWindowFraction *
-                static_cast<double>(levels_[k]->config().window_ns) ||
-        static_cast<double>(x - blown_x_[k]) >=
-            kCleanWindowFraction *
-                static_cast<double>(levels_[k]->config().window_ns);
-    eligible[k] = k == 0 || ((ranges_count_ < kPurityMinWidths ||
-                              range <= kEligibleRangeRatio * median_range_[k]) &&
-                             filled && clean && !blown_now[k]);
-    if (!eligible[k]) break;
+    if (k > 0 && !young[k]) {
+      const bool clean =
+          !have_blown_[k] ||
+          static_cast<double>(blown_x_[k] - blown_since_x_[k]) <
+              kBlownWindowFraction *
+                  static_cast<double>(levels_[k]->config().window_ns) ||
+          static_cast<double>(x - blown_x_[k]) >=
+              kCleanWindowFraction *
+                  static_cast<double>(levels_[k]->config().window_ns);
+      const bool range_ok = ranges_count_ < kPurityMinWidths ||
+                            hull_range[k] <=
+                                kEligibleRangeRatio * median_range_[k];
+      uncongested = uncongested && range_ok && clean && !blown_now[k];
+    }
+    eligible[k] = uncongested && !young[k];
   }
-  // A candidate is eligible when its levels are (a mean: both).
-  auto candidate_eligible = [&](int c) { return eligible[(c + 1) / 2]; };
+  // A candidate is eligible when its levels are (a mean: both). With none
+  // (every level young), the longest answers.
+  auto candidate_eligible = [&](int c) {
+    return eligible[c / 2] && eligible[(c + 1) / 2];
+  };
+  // The home, or the nearest eligible candidate to it: shorter first when
+  // the home's own levels are young (a bend cut them), longer first
+  // otherwise (congestion blows up the short windows first).
   int home = home_;
-  while (home > 0 && !candidate_eligible(home)) --home;
+  if (!candidate_eligible(home)) {
+    const bool shorter_first = young[home / 2] || young[(home + 1) / 2];
+    int found = 0;
+    for (int d = 1; d < candidates_ && found == 0; ++d) {
+      for (const int c : {shorter_first ? home + d : home - d,
+                          shorter_first ? home - d : home + d}) {
+        if (c >= 0 && c < candidates_ && candidate_eligible(c)) {
+          found = c + 1;  // + 1: 0 is "none".
+          break;
+        }
+      }
+    }
+    home = found > 0 ? found - 1 : 0;
+  }
   // A candidate other than home answers only while it is significantly
   // better than home.
   auto beats_home = [&](int c) {
     return c == home || PairedUpperBound(c, home, /*against_home=*/true) < 0;
   };
   int incumbent = candidate_;
-  while (incumbent > 0 && !candidate_eligible(incumbent)) --incumbent;
-  if (!beats_home(incumbent)) incumbent = home;
+  if (!candidate_eligible(incumbent) || !beats_home(incumbent)) {
+    incumbent = home;
+  }
   // Move to the candidate that beats the incumbent by the widest
   // significant margin, if any.
   int best = incumbent;
   double best_bound = 0;
-  for (int c = 0; c < candidates_ && candidate_eligible(c); ++c) {
-    if (c == incumbent || !beats_home(c)) continue;
+  for (int c = 0; c < candidates_; ++c) {
+    if (c == incumbent || !candidate_eligible(c) || !beats_home(c)) continue;
     const double bound = PairedUpperBound(c, incumbent);
     if (bound < best_bound) {
       best = c;
@@ -400,16 +431,12 @@ void AdaptiveWindowEstimator::Select(
   candidate_ = best;
   // Candidate c is level c / 2 (c even) or halfway between levels c / 2
   // and c / 2 + 1 (c odd); the home answers from where W* falls between
-  // its neighbours, as far as the levels there are eligible.
+  // its neighbours, when both levels there are eligible.
   double position = best;
   if (best == home && home == home_) {
-    position = home_position_;
-    int shortest_eligible = 0;
-    while (shortest_eligible + 1 < static_cast<int>(levels_.size()) &&
-           eligible[shortest_eligible + 1]) {
-      ++shortest_eligible;
-    }
-    position = std::min(position, 2.0 * shortest_eligible);
+    const int longer = static_cast<int>(std::floor(home_position_ / 2));
+    const int shorter = static_cast<int>(std::ceil(home_position_ / 2));
+    if (eligible[longer] && eligible[shorter]) position = home_position_;
   }
   selected_ = static_cast<int>(std::ceil(position / 2));
   longer_weight_ = selected_ - position / 2;
@@ -590,12 +617,17 @@ void AdaptiveWindowEstimator::RecordRanges() {
 AddResult AdaptiveWindowEstimator::Add(const ProbeSample& s) {
   AddResult result = AddResult::kAccepted;
   have_last_estimate_ = false;
-  bool cut = false;
+  std::array<bool, kMaxLevels> level_cut{};
   for (size_t k = 0; k < levels_.size(); ++k) {
     const AddResult r = levels_[k]->Add(s);
     if (k == 0) result = r;
-    cut = cut || r == AddResult::kAcceptedAfterInconsistency;
+    level_cut[k] = r == AddResult::kAcceptedAfterInconsistency;
   }
+  // The shortest level cut too: a step (or a bend beyond even the
+  // shortest window), every level restarts. A longer level cut alone: a
+  // bend its window cannot hold; it restarts young (Select skips it until
+  // it has refilled) and the others go on.
+  const bool cut = level_cut[levels_.size() - 1];
   if (!IsAccepted(result)) return result;
   // The sample's two points, as the hulls see them (estimator.h), relative
   // to the anchor; __int128 as in TwoHullEstimator for epoch timestamps.
@@ -625,7 +657,14 @@ AddResult AdaptiveWindowEstimator::Add(const ProbeSample& s) {
     // cannot be checked against samples after it, nor drifts compared.
     pending_.clear();
     for (WanderTrack& w : wander_) w.have_drift = false;
+    have_lone_cut_.fill(false);
   } else {
+    for (size_t k = 0; k < levels_.size(); ++k) {
+      if (!level_cut[k]) continue;
+      wander_[k].have_drift = false;
+      lone_cut_x_[k] = s.t4_ns;
+      have_lone_cut_[k] = true;
+    }
     UpdateCheckpoints(s, static_cast<int64_t>(request_offset - anchor_y_),
                       static_cast<int64_t>(response_offset - anchor_y_));
   }

@@ -309,6 +309,11 @@ class AdaptiveWindowEstimator final : public Estimator {
   // How long after the first sample that holds: until the shortest level
   // can have taken kWanderMinDifferences drift differences.
   int64_t early_wander_ns_ = 0;
+  // When each level was last cut alone (a bend its window cannot hold,
+  // not a step: the shortest level was not cut): it stays young for a
+  // window after.
+  std::array<int64_t, kMaxLevels> lone_cut_x_{};
+  std::array<bool, kMaxLevels> have_lone_cut_{};
   // When each level's range last blew up (congestion), for eligibility.
   std::array<int64_t, kMaxLevels> blown_x_{};
   std::array<bool, kMaxLevels> have_blown_{};
