@@ -646,6 +646,9 @@ AddResult AdaptiveWindowEstimator::Add(const ProbeSample& s) {
   if (!have_anchor_) {
     have_anchor_ = true;
     first_x_ = s.t4_ns;
+    // Local time may be negative (any epoch): the first checkpoint is due
+    // at the first sample, not at 0.
+    next_checkpoint_x_ = s.t4_ns;
     anchor_y_ = static_cast<int64_t>(request_offset);
   }
   if (!have_start_ || cut) {

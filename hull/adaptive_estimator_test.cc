@@ -170,6 +170,28 @@ TEST(AdaptiveEstimatorTest, HomeAnswersBetweenTheLevelsAroundIt) {
   EXPECT_GT(strictly_between, at_home / 2);
 }
 
+// Local time before the epoch (a clock hours behind an early origin):
+// the checkpoints are scored as with any other epoch.
+TEST(AdaptiveEstimatorTest, NegativeLocalTimeIsScored) {
+  uint64_t scored[2] = {};
+  for (const int64_t offset_s : {0, -5 * 3600}) {
+    SimulationParams p = KernelStamped(1.0, 0);
+    p.clock.offset_ns = offset_s * kS;
+    AdaptiveWindowEstimator est{AdaptiveConfig()};
+    ProbeSimulator sim(p);
+    SimulatedSample s;
+    bool negative = false;
+    while (sim.Next(&s)) {
+      negative = negative || s.sample.t4_ns < 0;
+      est.Add(s.sample);
+    }
+    EXPECT_EQ(negative, offset_s < 0);
+    scored[offset_s < 0] = est.checkpoints_scored();
+  }
+  EXPECT_GT(scored[0], 0u);
+  EXPECT_EQ(scored[1], scored[0]);
+}
+
 TEST(AdaptiveEstimatorTest, ValidationNamesTheKey) {
   AdaptiveConfig c;
   EXPECT_EQ(ValidateAdaptiveConfig(c), "");

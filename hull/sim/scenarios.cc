@@ -2,6 +2,10 @@
 
 #include "hull/sim/scenarios.h"
 
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+
 namespace clocksync::hull {
 namespace {
 
@@ -14,6 +18,22 @@ DelayParams Exponential(int64_t min_ns, double mean_ns) {
   d.min_ns = min_ns;
   d.exp_mean_ns = mean_ns;
   return d;
+}
+
+// A copy of `base` named "base/what", for VariantScenarios.
+Scenario Variant(const std::vector<Scenario>& all, const std::string& base,
+                 const std::string& what) {
+  Scenario s = *FindScenario(all, base);
+  s.name += "/" + what;
+  s.description += "; " + what;
+  return s;
+}
+
+void ScaleJitter(SimulationParams* p, double factor) {
+  for (DelayParams* d : {&p->forward, &p->backward}) {
+    d->exp_mean_ns *= factor;
+    d->pareto_scale_ns *= factor;
+  }
 }
 
 }  // namespace
@@ -251,6 +271,58 @@ std::vector<Scenario> StandardScenarios() {
     all.push_back(s);
   }
   return all;
+}
+
+std::vector<Scenario> VariantScenarios() {
+  const std::vector<Scenario> all = StandardScenarios();
+  std::vector<Scenario> out;
+  auto rate = [&](const std::string& base, double hz) {
+    Scenario s = Variant(all, base, absl::StrCat("rate=", hz, "Hz"));
+    s.params.interval_ns = static_cast<int64_t>(std::llround(1e9 / hz));
+    out.push_back(s);
+  };
+  auto jitter = [&](const std::string& base, double factor) {
+    Scenario s = Variant(all, base, absl::StrCat("jitter*", factor));
+    ScaleJitter(&s.params, factor);
+    out.push_back(s);
+  };
+  auto sine = [&](const std::string& base, double amplitude_ppb,
+                  double period_s) {
+    Scenario s = Variant(all, base,
+                         absl::StrCat("sine=", amplitude_ppb, "ppb/", period_s,
+                                      "s"));
+    s.params.clock.sine_amplitude_ppb = amplitude_ppb;
+    s.params.clock.sine_period_s = period_s;
+    out.push_back(s);
+  };
+  rate("101-chrony-default", 0.5);
+  rate("101-chrony-default", 2);
+  jitter("101-chrony-default", 0.5);
+  jitter("101-chrony-default", 2);
+  rate("103-loopback-10hz", 2);
+  sine("104-sine-temperature", 300, 1800);
+  sine("104-sine-temperature", 1000, 900);
+  jitter("110-chrony-1ms-jitter", 0.5);
+  jitter("110-chrony-1ms-jitter", 2);
+  rate("110-chrony-1ms-jitter", 2);
+  rate("111-pareto-10hz", 5);
+  rate("111-pareto-10hz", 20);
+  jitter("111-pareto-10hz", 3);
+  rate("112-asymmetric-jitter-20hz", 10);
+  rate("112-asymmetric-jitter-20hz", 40);
+  jitter("112-asymmetric-jitter-20hz", 0.3);
+  rate("113-congestion", 1);
+  sine("114-thermal-swing", 200, 900);
+  sine("114-thermal-swing", 800, 900);
+  sine("114-thermal-swing", 400, 600);
+  sine("114-thermal-swing", 400, 1800);
+  {
+    // Kernel timestamps on a clock that wanders as the allowance says.
+    Scenario s = Variant(all, "109-kernel-stamps-16hz", "wander=1");
+    s.params.clock.wander_ppb_per_sqrt_s = 1;
+    out.push_back(s);
+  }
+  return out;
 }
 
 const Scenario* FindScenario(const std::vector<Scenario>& all,

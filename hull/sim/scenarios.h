@@ -22,6 +22,10 @@ struct Scenario {
 };
 
 std::vector<Scenario> StandardScenarios();
+// Standard scenarios with one parameter changed (probe rate, jitter, the
+// swing's amplitude or period, wander), named "base/what": checks that the
+// adaptive estimator was not fitted to the standard parameters.
+std::vector<Scenario> VariantScenarios();
 // The scenario with this name, or nullptr.
 const Scenario* FindScenario(const std::vector<Scenario>& all,
                              const std::string& name);

@@ -28,15 +28,19 @@ ABSL_FLAG(double, scale, 1.0,
           "Scenario durations (and their events) times this; <1 is quicker.");
 ABSL_FLAG(std::string, scenarios, "",
           "Comma-separated scenario names (default: all).");
+ABSL_FLAG(bool, variants, false,
+          "The variant scenarios (a standard one with one parameter changed: "
+          "rate, jitter, swing, wander) instead of the standard ones.");
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "Prints the scenario x window x adaptive accuracy table.\n"
       "  accuracy_table [--seeds=10] [--first_seed=0] [--scale=1] "
-      "[--scenarios=NAME,...]");
+      "[--variants] [--scenarios=NAME,...]");
   absl::ParseCommandLine(argc, argv);
   using namespace clocksync::hull;
-  const std::vector<Scenario> all = StandardScenarios();
+  const std::vector<Scenario> all =
+      absl::GetFlag(FLAGS_variants) ? VariantScenarios() : StandardScenarios();
   std::vector<Scenario> chosen;
   const std::string names = absl::GetFlag(FLAGS_scenarios);
   if (names.empty()) {
