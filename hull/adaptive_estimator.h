@@ -40,19 +40,26 @@
 //    moves from the incumbent b to the candidate a with the lowest
 //    μ + 1.5 s, when that is negative: another candidate answers only when
 //    it is better beyond what the reference's noise explains.
-// 4. Eligibility. A level whose hulls' range at x (without the wander
-//    allowance) is more than 4 times its own recent median has lost its
-//    low-delay samples (a congestion episode fills a short window) and may
-//    not answer, nor may any shorter one; nor may a level whose samples
-//    span less than half of what its window could hold by now (after an
-//    outage the short windows restart from a few samples). The level next
+// 4. Eligibility. A young level may not answer: one whose samples span
+//    less than half of what its window could hold by now (after an outage
+//    the short windows restart from a few samples), or that was cut alone
+//    less than a window ago (its hulls became inconsistent while the
+//    shortest level's did not: a bend its window cannot hold; it restarts
+//    from its newest samples). A cut of the shortest level (a step: every
+//    level is cut) restarts them all: the checkpoints and drift samples
+//    from before it are dropped. A level whose hulls' range at x (without
+//    the wander allowance) is more than 4 times its own recent median has
+//    lost its low-delay samples (a congestion episode fills a short
+//    window) and may not answer, nor may any shorter one. The level next
 //    to the shortest counts as blown up with it (half its window is the
 //    same congested samples). A level that stayed blown up for a quarter
 //    of its window or more may answer again only a whole window after its
 //    last blow-up: its range at x shrinks with the first clean samples,
-//    its slope does not. A blown-up range is not added to the median, and
-//    a range counts as blown up only a whole window after the windows
-//    began filling or were cut (a bend's cut restarts them short).
+//    its slope does not. A blown-up or young range is not added to the
+//    median, and a range counts as blown up only a whole window after the
+//    windows began filling or were restarted. When the home's levels are
+//    not eligible, the nearest eligible candidate stands in for it
+//    (shorter first when they are young, longer first when congested).
 // 5. Home. Before any evidence, and whenever it is not significant, the
 //    answer comes from a home candidate: the window where the error the
 //    configured wander allowance σ (ppb/√s) predicts over a window W
