@@ -237,12 +237,13 @@ void AdaptiveWindowEstimator::ScoreCheckpoint(const Checkpoint& c, int kind) {
   // The longest level's fit against the short reference, while the clock
   // has not shown its wander yet (see EarlyWanderNegligible).
   if (kind == 0 && c.x - first_x_ <= early_wander_ns_ &&
-      c.span_s * 1e9 >= kEarlyMinSpanFraction *
-                            static_cast<double>(
-                                levels_.back()->config().window_ns)) {
+      static_cast<double>(c.longest_span_ns) >=
+          kEarlyMinSpanFraction *
+              static_cast<double>(levels_.back()->config().window_ns)) {
     const double e = c.predicted[0] - reference;
+    const double span_s = static_cast<double>(c.longest_span_ns) * 1e-9;
     fit_error_sum_ += e * e;
-    fit_span3_sum_ += c.span_s * c.span_s * c.span_s;
+    fit_span3_sum_ += span_s * span_s * span_s;
     ++fit_error_count_;
   }
   const double decay =
@@ -395,17 +396,17 @@ void AdaptiveWindowEstimator::Select(
   int home = home_;
   if (!candidate_eligible(home)) {
     const bool shorter_first = young[home / 2] || young[(home + 1) / 2];
-    int found = 0;
-    for (int d = 1; d < candidates_ && found == 0; ++d) {
-      for (const int c : {shorter_first ? home + d : home - d,
-                          shorter_first ? home - d : home + d}) {
+    const int step = shorter_first ? 1 : -1;
+    int found = -1;
+    for (int d = 1; d < candidates_ && found < 0; ++d) {
+      for (const int c : {home + step * d, home - step * d}) {
         if (c >= 0 && c < candidates_ && candidate_eligible(c)) {
-          found = c + 1;  // + 1: 0 is "none".
+          found = c;
           break;
         }
       }
     }
-    home = found > 0 ? found - 1 : 0;
+    home = std::max(found, 0);
   }
   // A candidate other than home answers only while it is significantly
   // better than home.
@@ -687,7 +688,7 @@ AddResult AdaptiveWindowEstimator::Add(const ProbeSample& s) {
     c.due_x = x + reference_ns_;
     c.long_due_x = x + long_reference_ns_;
     c.slope = now[selected_].drift_ppb * 1e-9;
-    c.span_s = static_cast<double>(levels_[0]->window_span_ns()) * 1e-9;
+    c.longest_span_ns = levels_[0]->window_span_ns();
     std::array<double, kMaxLevels> level{};
     for (size_t k = 0; k < levels_.size(); ++k) {
       const TimeEstimate& e = now[k].state != SyncState::kUnsynced ? now[k] : now[0];
@@ -725,12 +726,9 @@ TimeEstimate AdaptiveWindowEstimator::Answer(const TimeEstimate& selected,
   // Between two levels, inside the answering (shorter) level's bound.
   if (longer.state == SyncState::kUnsynced) return e;
   const int64_t blend =
-      longer_weight_ == 0.5
-          ? e.global_ns + (longer.global_ns - e.global_ns) / 2
-          : e.global_ns +
-                static_cast<int64_t>(std::llround(
-                    longer_weight_ *
-                    static_cast<double>(longer.global_ns - e.global_ns)));
+      e.global_ns + std::llround(longer_weight_ *
+                                 static_cast<double>(longer.global_ns -
+                                                     e.global_ns));
   e.global_ns = std::clamp(blend, e.earliest_ns, e.latest_ns);
   e.offset_ns = e.global_ns - local_ns;
   e.drift_ppb += longer_weight_ * (longer.drift_ppb - e.drift_ppb);

@@ -178,7 +178,7 @@ class AdaptiveWindowEstimator final : public Estimator {
     std::array<bool, 2> has_upper{};
     std::array<bool, 2> has_lower{};
     bool short_scored = false;
-    double span_s = 0;  // The longest level's span at x, s.
+    int64_t longest_span_ns = 0;  // The longest level's span at x.
     std::array<double, kMaxCandidates> predicted{};  // θ_c(x), ns.
   };
   // Paired score of one level against another (exponentially weighted).
