@@ -83,7 +83,10 @@
 //    drift, sampled a window apart T once its window is half full,
 //    changes by less than 0.1 σ √T in RMS over at least 3 such
 //    differences, or 0.05 σ √T over 2: a linear clock at this noise
-//    level), the home is the longest window. Before any level can have
+//    level), the home is the longest window, unless the longest window
+//    has predicted significantly worse than the allowance's home (step
+//    3's test): with delays as quiet as kernel timestamps' even a tenth of
+//    the allowance outweighs their noise over the longest window. Before any level can have
 //    3 differences (3.5 shortest windows, 131 s), the longest level's
 //    errors e against the short references (checkpoints whose span S is
 //    at least 0.75 shortest windows) tell it instead: a line fitted over S

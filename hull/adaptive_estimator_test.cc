@@ -128,6 +128,34 @@ TEST(AdaptiveEstimatorTest, LinearClockAnswersFromTheLongestWindowBy60s) {
   EXPECT_LE(wandering_home_longest, kSeeds / 10);
 }
 
+// With delays as quiet as kernel timestamps', a clock wandering at a tenth
+// of the allowance passes the drifts' test of a linear clock, but its
+// wander still outweighs the delays' noise over the longest window: the
+// longest window predicts significantly worse than the allowance's home,
+// and the home stays there (the 37.5 s level is then 4 times better than
+// the 600 s one). A linear clock's home is still the longest.
+TEST(AdaptiveEstimatorTest, QuietDelaysAndSmallWanderKeepTheShortHome) {
+  int linear_home_longest = 0, wandering_home_longest = 0;
+  constexpr int kSeeds = 10;
+  for (int seed = 0; seed < kSeeds; ++seed) {
+    for (const double wander : {0.0, 0.1}) {
+      AdaptiveWindowEstimator est{AdaptiveConfig()};
+      SimulationParams p = KernelStamped(wander, seed);
+      p.duration_ns = 300 * kS;
+      ProbeSimulator sim(p);
+      SimulatedSample s;
+      while (sim.Next(&s)) est.Add(s.sample);
+      const bool longest = est.home_candidate() == 0;
+      (wander == 0 ? linear_home_longest : wandering_home_longest) += longest;
+    }
+  }
+  std::printf("home = the longest window at 300 s: linear %d of %d seeds, "
+              "wandering at 0.1 ppb/sqrt(s) %d of %d\n",
+              linear_home_longest, kSeeds, wandering_home_longest, kSeeds);
+  EXPECT_GE(linear_home_longest, kSeeds * 3 / 4);
+  EXPECT_LE(wandering_home_longest, kSeeds / 4);
+}
+
 // The home answers from W* itself: between the estimates of the two levels
 // around it (never outside them), and strictly between them where W* falls
 // between two candidates.
