@@ -88,6 +88,12 @@ constexpr double kFitErrorScale = 0.025;
 constexpr double kEarlyNegligibleWanderFraction = 0.2;
 constexpr int kEarlyMinCheckpoints = 2;
 constexpr double kEarlyMinSpanFraction = 0.75;
+// The home's wander is the allowance or, when smaller, this upper
+// confidence bound of the wander the drifts show: the 90 % one (the normal
+// quantile of 10 %, for the chi-squared quantile), never below
+// kMinHomeWander (ppb/√s).
+constexpr double kWanderBoundZ = 1.2816;
+constexpr double kMinHomeWander = 1e-6;
 // Each new drift difference of a level weighs this much more than the last.
 constexpr double kWanderDecay = 0.95;
 // A level's drift is sampled only while its samples span this fraction of
@@ -464,10 +470,27 @@ void AdaptiveWindowEstimator::WanderTrack::Record(const TimeEstimate& estimate,
   const double change = estimate.drift_ppb - drift_ppb;
   sum = sum * kWanderDecay +
         change * change / (static_cast<double>(elapsed) * 1e-9);
+  // Two window means of a random-walk frequency T apart differ by
+  // σ² (T − W/3) in variance.
+  sum_corrected =
+      sum_corrected * kWanderDecay +
+      change * change /
+          (static_cast<double>(elapsed - window_ns / 3) * 1e-9);
   weight = weight * kWanderDecay + 1;
+  weight2 = weight2 * kWanderDecay * kWanderDecay + 1;
   ++count;
   x = at_x;
   drift_ppb = estimate.drift_ppb;
+}
+
+double AdaptiveWindowEstimator::WanderTrack::UpperBound() const {
+  if (count < 2) return std::numeric_limits<double>::infinity();
+  const double n = std::min<double>(count, weight * weight / weight2);
+  // The chi-squared distribution's 10 % quantile over n (Wilson–Hilferty).
+  const double c = 2 / (9 * n);
+  const double q = std::pow(1 - c - kWanderBoundZ * std::sqrt(c), 3);
+  if (q <= 0) return std::numeric_limits<double>::infinity();
+  return std::sqrt(sum_corrected / weight / q);
 }
 
 bool AdaptiveWindowEstimator::WanderTrack::Negligible(double limit) const {
@@ -591,9 +614,16 @@ int AdaptiveWindowEstimator::HomeCandidate(int64_t x) {
   const double spread = std::max(
       *std::min_element(spreads_.begin(), spreads_.begin() + spreads_count_),
       1.0);
+  // The allowance is an upper bound of the wander; the drifts may bound
+  // it tighter.
+  home_wander_ppb_ = config_.base.wander_ppb_per_sqrt_s;
+  for (const WanderTrack& w : wander_) {
+    home_wander_ppb_ = std::min(home_wander_ppb_, w.UpperBound());
+  }
   const double home_s =
-      kHomeScale * std::pow(spread / (rate * config_.base.wander_ppb_per_sqrt_s),
-                            kHomeExponent);
+      kHomeScale *
+      std::pow(spread / (rate * std::max(home_wander_ppb_, kMinHomeWander)),
+               kHomeExponent);
   const double longest_s =
       static_cast<double>(levels_[0]->config().window_ns) * 1e-9;
   home_position_ = std::clamp(2 * std::log2(longest_s / home_s), 0.0,

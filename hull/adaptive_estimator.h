@@ -62,10 +62,14 @@
 //    (shorter first when they are young, longer first when congested).
 // 5. Home. Before any evidence, and whenever it is not significant, the
 //    answer comes from a home candidate: the window where the error the
-//    configured wander allowance σ (ppb/√s) predicts over a window W
-//    (∝ σ W^1.5) meets the delay noise's (∝ spread / (rate W)),
+//    wander σ (ppb/√s) predicts over a window W (∝ σ W^1.5) meets the
+//    delay noise's (∝ spread / (rate W)),
 //      W* = 2.4 s × (spread / (rate σ))^0.4,
-//    spread the median round trip's excess over the minimum (ns) and rate
+//    σ the configured wander allowance or, when smaller, a 90 % upper
+//    confidence bound of the wander the drifts show (a level's drift
+//    sampled a window W apart, T: (Δβ)² / (T − W/3) estimates σ², plus the
+//    drifts' own noise; the smallest bound of any level with at least 2
+//    differences), spread the median round trip's excess over the minimum (ns) and rate
 //    the samples per second, both over the last 127 samples (the spread:
 //    the smallest at the last 4 checkpoints, so that a congestion
 //    episode's round trips do not move the home); the home is
@@ -165,6 +169,9 @@ class AdaptiveWindowEstimator final : public Estimator {
   // The candidate answering now, and the home candidate.
   int selected_candidate() const { return candidate_; }
   int home_candidate() const { return home_; }
+  // The wander (ppb/√s) W* was last computed for: the allowance, or a
+  // smaller upper bound the drifts show (see the header).
+  double home_wander_ppb() const { return home_wander_ppb_; }
 
  private:
   // Level estimates recorded at one instant, and the reference the samples
@@ -302,12 +309,19 @@ class AdaptiveWindowEstimator final : public Estimator {
     bool have_drift = false;
     double sum = 0;         // Σ w (Δβ)² / T
     double weight = 0;      // Σ w
+    double weight2 = 0;     // Σ w²
+    // Σ w (Δβ)² / (T − W/3): an unbiased σ² for a random walk, plus the
+    // drifts' own noise.
+    double sum_corrected = 0;
     int count = 0;          // Differences taken.
     // Samples `estimate` (of a window `window_ns` long spanning `span_ns`).
     void Record(const TimeEstimate& estimate, int64_t span_ns,
                 int64_t window_ns, int64_t x);
     // True when the differences show a wander below `limit` (ppb/√s).
     bool Negligible(double limit) const;
+    // A 90 % upper confidence bound of the wander (ppb/√s), infinite
+    // before 2 differences.
+    double UpperBound() const;
   };
   std::array<WanderTrack, kMaxLevels> wander_{};
   // The longest level's errors against the short references while the
@@ -342,6 +356,7 @@ class AdaptiveWindowEstimator final : public Estimator {
   int64_t last_estimate_x_ = 0;
   bool have_last_estimate_ = false;
   int home_ = 0;       // The home candidate.
+  double home_wander_ppb_ = 0;  // See home_wander_ppb().
   // Where W* falls among the candidates (home_ is the nearest).
   double home_position_ = 0;
   // The answer is the selected level's estimate moved this far towards the

@@ -156,6 +156,38 @@ TEST(AdaptiveEstimatorTest, QuietDelaysAndSmallWanderKeepTheShortHome) {
   EXPECT_LE(wandering_home_longest, kSeeds / 4);
 }
 
+// The allowance is an upper bound of the wander. Where the delays are too
+// noisy for the drifts to show a linear clock within a tenth of it (1 probe/s,
+// 100 µs + exp(100 µs) each way), they still bound its wander below the
+// allowance as they accumulate, and W* lengthens; a clock wandering as the
+// allowance says keeps it.
+TEST(AdaptiveEstimatorTest, DriftsBoundTheHomeWanderBelowTheAllowance) {
+  int linear_below = 0, wandering_below = 0;
+  constexpr int kSeeds = 10;
+  for (int seed = 0; seed < kSeeds; ++seed) {
+    for (const double wander : {0.0, 1.0}) {
+      SimulationParams p;
+      p.clock.frequency_ppm = 100;
+      p.clock.wander_ppb_per_sqrt_s = wander;
+      p.clock.seed = 11 + seed;
+      p.forward.min_ns = p.backward.min_ns = 100'000;
+      p.forward.exp_mean_ns = p.backward.exp_mean_ns = 100'000;
+      p.duration_ns = 1800 * kS;
+      p.seed = 101 + 1'000'003 * seed;
+      AdaptiveWindowEstimator est{AdaptiveConfig()};
+      ProbeSimulator sim(p);
+      SimulatedSample s;
+      while (sim.Next(&s)) est.Add(s.sample);
+      const bool below = est.home_wander_ppb() < 0.8;
+      (wander == 0 ? linear_below : wandering_below) += below;
+      std::printf("seed %d wander %.0f: home wander %.3f ppb/sqrt(s)\n", seed,
+                  wander, est.home_wander_ppb());
+    }
+  }
+  EXPECT_GE(linear_below, kSeeds * 8 / 10);
+  EXPECT_LE(wandering_below, kSeeds / 10);
+}
+
 // The home answers from W* itself: between the estimates of the two levels
 // around it (never outside them), and strictly between them where W* falls
 // between two candidates.
