@@ -192,5 +192,38 @@ TEST(AccuracyTableTest, ShortForm) {
   }
 }
 
+// Random scenarios (hull/sim/scenarios.h), short: the adaptive estimators'
+// bounds contain the truth wherever the fixed windows' do (a swing faster
+// than the wander allowance lets every window's bound miss; that is the
+// allowance's limit, not the selector's), and the adaptive choice is never
+// far from the best fixed window (the long form and its figures:
+// //tools/simulate:accuracy_table --random=40, docs/ACCURACY.md).
+TEST(AccuracyTableTest, RandomScenariosShortForm) {
+  const std::vector<TableColumn> columns = StandardColumns();
+  const std::vector<TableRow> rows = AccuracyTable(
+      RandomScenarios(12, 1), columns, /*seeds=*/1, /*scale=*/0.5);
+  std::printf("%s", FormatAccuracyTable(columns, rows).c_str());
+  int in_model = 0;
+  for (const TableRow& row : rows) {
+    bool fixed_hold = true;
+    for (int c = 0; c < kFixedColumns; ++c) {
+      fixed_hold = fixed_hold && row.results[c].violations == 0 &&
+                   row.results[c].holdover_violations == 0;
+    }
+    if (!fixed_hold) continue;
+    ++in_model;
+    for (const int c : {kAdaptiveColumn, kDaemonColumn}) {
+      EXPECT_EQ(row.results[c].violations, 0)
+          << row.scenario << " " << columns[c].name;
+      EXPECT_EQ(row.results[c].holdover_violations, 0)
+          << row.scenario << " " << columns[c].name;
+    }
+    EXPECT_LE(row.results[kAdaptiveColumn].rms_ns(),
+              4 * row.best_fixed_rms_ns() + 2)
+        << row.scenario;
+  }
+  EXPECT_GE(in_model, 8);
+}
+
 }  // namespace
 }  // namespace clocksync::hull

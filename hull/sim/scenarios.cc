@@ -3,6 +3,7 @@
 #include "hull/sim/scenarios.h"
 
 #include <cmath>
+#include <random>
 
 #include "absl/strings/str_cat.h"
 
@@ -322,6 +323,62 @@ std::vector<Scenario> VariantScenarios() {
     Scenario s = Variant(all, "109-kernel-stamps-16hz",
                          absl::StrCat("wander=", wander));
     s.params.clock.wander_ppb_per_sqrt_s = wander;
+    out.push_back(s);
+  }
+  return out;
+}
+
+std::vector<Scenario> RandomScenarios(int count, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> uniform(0, 1);
+  auto chance = [&](double p) { return uniform(rng) < p; };
+  auto log_uniform = [&](double low, double high) {
+    return low * std::pow(high / low, uniform(rng));
+  };
+  std::vector<Scenario> out;
+  for (int i = 0; i < count; ++i) {
+    Scenario s;
+    SimulationParams& p = s.params;
+    p.clock.frequency_ppm = (2 * uniform(rng) - 1) * 100;
+    p.clock.wander_ppb_per_sqrt_s = chance(0.15) ? 0 : log_uniform(0.05, 3);
+    if (chance(0.3)) {
+      p.clock.sine_amplitude_ppb = log_uniform(100, 1500);
+      p.clock.sine_period_s = log_uniform(600, 3600);
+    }
+    const double hz = log_uniform(0.5, 20);
+    p.interval_ns = std::llround(1e9 / hz);
+    const double min_ns = log_uniform(1 * kUs, 300 * kUs);
+    const double jitter_ns = log_uniform(0.2 * kUs, 1000 * kUs);
+    const bool pareto = chance(0.25);
+    const double asymmetry = chance(0.3) ? log_uniform(0.1, 10) : 1;
+    for (const bool forward : {true, false}) {
+      DelayParams& d = forward ? p.forward : p.backward;
+      const double scale =
+          jitter_ns * (forward ? std::sqrt(asymmetry) : 1 / std::sqrt(asymmetry));
+      d.min_ns = std::llround(min_ns);
+      if (pareto) {
+        d.pareto_alpha = 1.5;
+        d.pareto_scale_ns = scale;
+      } else {
+        d.exp_mean_ns = scale;
+      }
+    }
+    p.loss = chance(0.2) ? 0.3 * uniform(rng) : 0;
+    p.duration_ns = std::llround(log_uniform(900, 3600)) * kS;
+    // Apart from each other and from SeededScenario's strides (primes).
+    p.seed = (seed << 32) + 104'729ULL * static_cast<uint64_t>(i);
+    p.clock.seed = p.seed + 7;
+    auto round = [](double v, double unit) {
+      return std::round(v / unit) * unit;
+    };
+    s.name = absl::StrCat(
+        "r", i, " w=", round(p.clock.wander_ppb_per_sqrt_s, 0.01),
+        " sine=", std::llround(p.clock.sine_amplitude_ppb), "/",
+        std::llround(p.clock.sine_period_s), " hz=", round(hz, 0.1),
+        " jit=", round(jitter_ns / kUs, 0.1), "us", pareto ? "P" : "",
+        " asym=", round(asymmetry, 0.1), " loss=", std::llround(p.loss * 100),
+        "% ", p.duration_ns / kS, "s");
+    s.description = s.name;
     out.push_back(s);
   }
   return out;

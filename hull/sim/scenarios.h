@@ -8,6 +8,7 @@
 #ifndef CLOCKSYNC_HULL_SIM_SCENARIOS_H_
 #define CLOCKSYNC_HULL_SIM_SCENARIOS_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,16 @@ std::vector<Scenario> StandardScenarios();
 // swing's amplitude or period, wander), named "base/what": checks that the
 // adaptive estimator was not fitted to the standard parameters.
 std::vector<Scenario> VariantScenarios();
+// `count` scenarios drawn at random (from `seed`), for what neither the
+// standard scenarios nor their variants cover. Each draws independently:
+// frequency uniform in ±100 ppm; random-walk wander 0 (15 %) or
+// log-uniform in 0.05–3 ppb/√s; a sine swing (30 %) of 100–1,500 ppb over
+// 10–60 minutes (log-uniform); 0.5–20 probes/s; a minimum delay of
+// 1–300 µs and a jitter scale of 0.2–1,000 µs each way, exponential or
+// (25 %) Pareto with α 1.5, the two directions' scales apart by a factor
+// of 0.1–10 (30 %); loss up to 30 % (20 %); 15–60 minutes. Named
+// "rN w=… sine=…/… hz=… jit=…us…" after what was drawn.
+std::vector<Scenario> RandomScenarios(int count, uint64_t seed);
 // The scenario with this name, or nullptr.
 const Scenario* FindScenario(const std::vector<Scenario>& all,
                              const std::string& name);

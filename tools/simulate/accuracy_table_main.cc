@@ -31,16 +31,28 @@ ABSL_FLAG(std::string, scenarios, "",
 ABSL_FLAG(bool, variants, false,
           "The variant scenarios (a standard one with one parameter changed: "
           "rate, jitter, swing, wander) instead of the standard ones.");
+ABSL_FLAG(int, random, 0,
+          "This many random scenarios (hull/sim/scenarios.h: RandomScenarios) "
+          "instead of the standard ones.");
+ABSL_FLAG(uint64_t, random_seed, 1, "The random scenarios' seed.");
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "Prints the scenario x window x adaptive accuracy table.\n"
       "  accuracy_table [--seeds=10] [--first_seed=0] [--scale=1] "
-      "[--variants] [--scenarios=NAME,...]");
+      "[--variants | --random=N [--random_seed=S]] [--scenarios=NAME,...]");
   absl::ParseCommandLine(argc, argv);
   using namespace clocksync::hull;
+  const int random = absl::GetFlag(FLAGS_random);
+  if (random < 0 || (random > 0 && absl::GetFlag(FLAGS_variants))) {
+    std::cerr << "accuracy_table: --random must be >= 0 (got " << random
+              << ") and not with --variants\n";
+    return 2;
+  }
   const std::vector<Scenario> all =
-      absl::GetFlag(FLAGS_variants) ? VariantScenarios() : StandardScenarios();
+      random > 0 ? RandomScenarios(random, absl::GetFlag(FLAGS_random_seed))
+      : absl::GetFlag(FLAGS_variants) ? VariantScenarios()
+                                      : StandardScenarios();
   std::vector<Scenario> chosen;
   const std::string names = absl::GetFlag(FLAGS_scenarios);
   if (names.empty()) {
