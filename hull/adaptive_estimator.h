@@ -65,7 +65,7 @@
 //    wander σ (ppb/√s) predicts over a window W (∝ σ W^1.5) meets the
 //    delay noise's (∝ spread / (rate W)),
 //      W* = 2.4 s × (spread / (rate σ))^0.4,
-//    σ the configured wander allowance or, when smaller, a 90 % upper
+//    σ the configured wander allowance or, when smaller, a 95 % upper
 //    confidence bound of the wander the drifts show (a level's drift
 //    sampled a window W apart, T: (Δβ)² / (T − W/3) estimates σ², plus the
 //    drifts' own noise; the smallest bound of any level with at least 2
@@ -319,7 +319,7 @@ class AdaptiveWindowEstimator final : public Estimator {
                 int64_t window_ns, int64_t x);
     // True when the differences show a wander below `limit` (ppb/√s).
     bool Negligible(double limit) const;
-    // A 90 % upper confidence bound of the wander (ppb/√s), infinite
+    // A 95 % upper confidence bound of the wander (ppb/√s), infinite
     // before 2 differences.
     double UpperBound() const;
   };

@@ -172,7 +172,7 @@ TEST(AdaptiveEstimatorTest, DriftsBoundTheHomeWanderBelowTheAllowance) {
       p.clock.seed = 11 + seed;
       p.forward.min_ns = p.backward.min_ns = 100'000;
       p.forward.exp_mean_ns = p.backward.exp_mean_ns = 100'000;
-      p.duration_ns = 1800 * kS;
+      p.duration_ns = 3600 * kS;
       p.seed = 101 + 1'000'003 * seed;
       AdaptiveWindowEstimator est{AdaptiveConfig()};
       ProbeSimulator sim(p);
