@@ -129,6 +129,7 @@ AdaptiveWindowEstimator::AdaptiveWindowEstimator(const AdaptiveConfig& config)
     levels_.push_back(std::make_unique<TwoHullEstimator>(c));
   }
   candidates_ = 2 * config.levels - 1;
+  home_wander_ppb_ = config.base.wander_ppb_per_sqrt_s;
   bound_cache_.assign(static_cast<size_t>(2 * candidates_ * candidates_), 0);
   bound_valid_.assign(bound_cache_.size(), 0);
   ranges_.resize(levels_.size());

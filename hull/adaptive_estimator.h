@@ -67,37 +67,39 @@
 //      W* = 2.4 s × (spread / (rate σ))^0.4,
 //    σ the configured wander allowance or, when smaller, a 95 % upper
 //    confidence bound of the wander the drifts show (a level's drift
-//    sampled a window W apart, T: (Δβ)² / (T − W/3) estimates σ², plus the
-//    drifts' own noise; the smallest bound of any level with at least 2
-//    differences), spread the median round trip's excess over the minimum (ns) and rate
-//    the samples per second, both over the last 127 samples (the spread:
-//    the smallest at the last 4 checkpoints, so that a congestion
-//    episode's round trips do not move the home); the home is
-//    the candidate nearest W* in log2, and it answers from W* itself: the
-//    estimates of the two levels around W* blended by where W* falls
-//    between their windows in log2 (a level and its neighbour's mean are
-//    half a step apart; a window between them is better than either
-//    where W* is: chrony's default model, 101, 1,006 → 990 ns). Any other candidate answers only
-//    while it is significantly better than the home (step 3's test, against
-//    the home, with the checkpoints counted as one independent score per
+//    sampled a window W apart, T: (Δβ)² / (T − W/3) estimates σ², plus
+//    the drifts' own noise; the smallest bound of any level with at
+//    least 2 differences), spread the median round trip's excess over
+//    the minimum (ns) and rate the samples per second, both over the
+//    last 127 samples (the spread: the smallest at the last 4
+//    checkpoints, so that a congestion episode's round trips do not move
+//    the home). The home is the candidate nearest W* in log2, and it
+//    answers from W* itself: the estimates of the two levels around W*
+//    blended by where W* falls between their windows in log2 (a level
+//    and its neighbour's mean are half a step apart; a window between
+//    them is better than either where W* is: chrony's default model,
+//    101, 1,006 → 990 ns). Any other candidate answers only while it is
+//    significantly better than the home (step 3's test, against the
+//    home, with the checkpoints counted as one independent score per
 //    tenth of the longer window of the pair: the home's errors and a
-//    neighbour's stay correlated that long, and a pair's differences drift
-//    slowly on noise) as well as than the incumbent. The allowance is an upper
-//    bound of the wander; when the clock wanders far less (some level's
-//    drift, sampled a window apart T once its window is half full,
-//    changes by less than 0.1 σ √T in RMS over at least 3 such
-//    differences, or 0.05 σ √T over 2: a linear clock at this noise
-//    level), the home is the longest window, unless the longest window
-//    has predicted significantly worse than the allowance's home (step
-//    3's test): with delays as quiet as kernel timestamps' even a tenth of
-//    the allowance outweighs their noise over the longest window. Before any level can have
-//    3 differences (3.5 shortest windows, 131 s), the longest level's
-//    errors e against the short references (checkpoints whose span S is
-//    at least 0.75 shortest windows) tell it instead: a line fitted over S
-//    to a clock wandering at σ misses by about 0.025 σ² S³ in mean
-//    square, and Σ e² below 0.025 (0.2 σ)² Σ S³ over 2 checkpoints (by
-//    56 s) counts as linear (a kernel-stamped linear clock, 109, answers
-//    from the longest window 40–75 s earlier).
+//    neighbour's stay correlated that long, and a pair's differences
+//    drift slowly on noise) as well as than the incumbent.
+//    The allowance is an upper bound of the wander; when the clock
+//    wanders far less (some level's drift, sampled a window apart T once
+//    its window is half full, changes by less than 0.1 σ √T in RMS over
+//    at least 3 such differences, or 0.05 σ √T over 2: a linear clock at
+//    this noise level), the home is the longest window, unless the
+//    longest window has predicted significantly worse than the
+//    allowance's home (step 3's test): with delays as quiet as kernel
+//    timestamps' even a tenth of the allowance outweighs their noise
+//    over the longest window. Before any level can have 3 differences
+//    (3.5 shortest windows, 131 s), the longest level's errors e against
+//    the short references (checkpoints whose span S is at least 0.75
+//    shortest windows) tell it instead: a line fitted over S to a clock
+//    wandering at σ misses by about 0.025 σ² S³ in mean square, and
+//    Σ e² below 0.025 (0.2 σ)² Σ S³ over 2 checkpoints (by 56 s) counts
+//    as linear (a kernel-stamped linear clock, 109, answers from the
+//    longest window 40–75 s earlier).
 //
 // The answering level's bound is its own (each level's bound is valid
 // alone), and its estimate lies inside it.
