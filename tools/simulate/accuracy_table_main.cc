@@ -44,9 +44,14 @@ int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   using namespace clocksync::hull;
   const int random = absl::GetFlag(FLAGS_random);
-  if (random < 0 || (random > 0 && absl::GetFlag(FLAGS_variants))) {
+  if (random < 0) {
     std::cerr << "accuracy_table: --random must be >= 0 (got " << random
-              << ") and not with --variants\n";
+              << ")\n";
+    return 2;
+  }
+  if (random > 0 && absl::GetFlag(FLAGS_variants)) {
+    std::cerr << "accuracy_table: --random and --variants choose different "
+                 "scenario sets; give one\n";
     return 2;
   }
   const std::vector<Scenario> all =
