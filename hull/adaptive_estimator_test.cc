@@ -104,23 +104,32 @@ SimulationParams KernelStamped(double wander_ppb_per_sqrt_s, uint64_t seed) {
   return p;
 }
 
+// On how many of `seeds` kernel-stamped runs of `duration_ns` with this
+// wander the home is the longest window at the end.
+int SeedsWithTheLongestHome(double wander_ppb_per_sqrt_s, int seeds,
+                            int64_t duration_ns) {
+  int longest = 0;
+  for (int seed = 0; seed < seeds; ++seed) {
+    AdaptiveWindowEstimator est{AdaptiveConfig()};
+    SimulationParams p = KernelStamped(wander_ppb_per_sqrt_s, seed);
+    p.duration_ns = duration_ns;
+    ProbeSimulator sim(p);
+    SimulatedSample s;
+    while (sim.Next(&s)) est.Add(s.sample);
+    longest += est.home_candidate() == 0;
+  }
+  return longest;
+}
+
 // Before the drifts can show it (3 differences of the shortest level's
 // drift, 131 s), the longest level's fit against the references tells a
 // linear clock at this noise level by 60 s, and mostly not a clock that
 // wanders at the allowance.
 TEST(AdaptiveEstimatorTest, LinearClockAnswersFromTheLongestWindowBy60s) {
-  int linear_home_longest = 0, wandering_home_longest = 0;
   constexpr int kSeeds = 20;
-  for (int seed = 0; seed < kSeeds; ++seed) {
-    for (const double wander : {0.0, 1.0}) {
-      AdaptiveWindowEstimator est{AdaptiveConfig()};
-      ProbeSimulator sim(KernelStamped(wander, seed));
-      SimulatedSample s;
-      while (sim.Next(&s)) est.Add(s.sample);
-      const bool longest = est.home_candidate() == 0;
-      (wander == 0 ? linear_home_longest : wandering_home_longest) += longest;
-    }
-  }
+  const int linear_home_longest = SeedsWithTheLongestHome(0.0, kSeeds, 60 * kS);
+  const int wandering_home_longest =
+      SeedsWithTheLongestHome(1.0, kSeeds, 60 * kS);
   std::printf("home = the longest window at 60 s: linear %d of %d seeds, "
               "wandering at 1 ppb/sqrt(s) %d of %d\n",
               linear_home_longest, kSeeds, wandering_home_longest, kSeeds);
@@ -135,20 +144,11 @@ TEST(AdaptiveEstimatorTest, LinearClockAnswersFromTheLongestWindowBy60s) {
 // and the home stays there (the 37.5 s level is then 4 times better than
 // the 600 s one). A linear clock's home is still the longest.
 TEST(AdaptiveEstimatorTest, QuietDelaysAndSmallWanderKeepTheShortHome) {
-  int linear_home_longest = 0, wandering_home_longest = 0;
   constexpr int kSeeds = 10;
-  for (int seed = 0; seed < kSeeds; ++seed) {
-    for (const double wander : {0.0, 0.1}) {
-      AdaptiveWindowEstimator est{AdaptiveConfig()};
-      SimulationParams p = KernelStamped(wander, seed);
-      p.duration_ns = 300 * kS;
-      ProbeSimulator sim(p);
-      SimulatedSample s;
-      while (sim.Next(&s)) est.Add(s.sample);
-      const bool longest = est.home_candidate() == 0;
-      (wander == 0 ? linear_home_longest : wandering_home_longest) += longest;
-    }
-  }
+  const int linear_home_longest =
+      SeedsWithTheLongestHome(0.0, kSeeds, 300 * kS);
+  const int wandering_home_longest =
+      SeedsWithTheLongestHome(0.1, kSeeds, 300 * kS);
   std::printf("home = the longest window at 300 s: linear %d of %d seeds, "
               "wandering at 0.1 ppb/sqrt(s) %d of %d\n",
               linear_home_longest, kSeeds, wandering_home_longest, kSeeds);

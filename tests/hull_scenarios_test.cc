@@ -194,8 +194,8 @@ TEST(AccuracyTableTest, ShortForm) {
 
 // Random scenarios (hull/sim/scenarios.h), short: the adaptive estimators'
 // bounds contain the truth wherever the fixed windows' do (a swing faster
-// than the wander allowance lets every window's bound miss; that is the
-// allowance's limit, not the selector's), and the adaptive choice is never
+// than the wander allowance makes the longer windows' bounds miss; that is
+// the allowance's limit, not the selector's), and the adaptive choice is never
 // far from the best fixed window (the long form and its figures:
 // //tools/simulate:accuracy_table --random=40, docs/ACCURACY.md).
 TEST(AccuracyTableTest, RandomScenariosShortForm) {

@@ -353,8 +353,8 @@ std::vector<Scenario> RandomScenarios(int count, uint64_t seed) {
     const double asymmetry = chance(0.3) ? log_uniform(0.1, 10) : 1;
     for (const bool forward : {true, false}) {
       DelayParams& d = forward ? p.forward : p.backward;
-      const double scale =
-          jitter_ns * (forward ? std::sqrt(asymmetry) : 1 / std::sqrt(asymmetry));
+      const double root = std::sqrt(asymmetry);
+      const double scale = jitter_ns * (forward ? root : 1 / root);
       d.min_ns = std::llround(min_ns);
       if (pareto) {
         d.pareto_alpha = 1.5;
