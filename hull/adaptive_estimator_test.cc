@@ -252,6 +252,155 @@ TEST(AdaptiveEstimatorTest, NegativeLocalTimeIsScored) {
   EXPECT_EQ(scored[1], scored[0]);
 }
 
+// Minimum delays far above the jitter (220 us each way + Pareto jitter
+// of scale 100 us, α 1.5), 14 Hz: a standing queue of 250 us forward for
+// 70 s widens a level's range by less than 4 times its usual (the minimum
+// delays dominate it), so only the round trips show the episode.
+SimulationParams LongRoute(uint64_t seed) {
+  SimulationParams p;
+  p.clock.frequency_ppm = 20;
+  p.clock.wander_ppb_per_sqrt_s = 1;
+  p.clock.seed = 3 + seed;
+  p.forward.min_ns = p.backward.min_ns = 220'000;
+  p.forward.exp_mean_ns = p.backward.exp_mean_ns = 0;
+  p.forward.pareto_alpha = p.backward.pareto_alpha = 1.5;
+  p.forward.pareto_scale_ns = p.backward.pareto_scale_ns = 100'000;
+  p.interval_ns = 70'000'000;
+  p.duration_ns = 600 * kS;
+  p.seed = 22 + 1'000'003 * seed;
+  CongestionEpisode e;
+  e.begin_ns = 400 * kS;
+  e.end_ns = 470 * kS;
+  e.forward_extra.min_ns = 250'000;
+  e.forward_extra.exp_mean_ns = 750'000;
+  p.congestion.push_back(e);
+  return p;
+}
+
+// RMS error (ns) of `est` at the samples whose true time is in [from, to),
+// over the whole run of `p`.
+double RmsBetween(const SimulationParams& p, Estimator& est, int64_t from_ns,
+                  int64_t to_ns) {
+  ProbeSimulator sim(p);
+  SimulatedSample s;
+  double sum = 0;
+  int n = 0;
+  while (sim.Next(&s)) {
+    est.Add(s.sample);
+    if (s.true_ns < from_ns || s.true_ns >= to_ns) continue;
+    const double e = static_cast<double>(
+        est.Estimate(s.sample.t4_ns).global_ns - s.true_global_at_t4_ns);
+    sum += e * e;
+    ++n;
+  }
+  return n > 0 ? std::sqrt(sum / n) : 0;
+}
+
+TEST(AdaptiveEstimatorTest, CongestionIsSeenInTheRoundTrips) {
+  for (uint64_t seed = 0; seed < 3; ++seed) {
+    SCOPED_TRACE(seed);
+    const SimulationParams p = LongRoute(seed);
+    AdaptiveWindowEstimator est{AdaptiveConfig()};
+    ProbeSimulator sim(p);
+    SimulatedSample s;
+    bool congested_before = false, congested_during = false;
+    int64_t window_at_end_ns = 0;
+    while (sim.Next(&s)) {
+      est.Add(s.sample);
+      if (s.true_ns < 400 * kS) congested_before |= est.congested();
+      if (s.true_ns >= 400 * kS && s.true_ns < 470 * kS) {
+        congested_during |= est.congested();
+        window_at_end_ns = est.selected_window_ns();
+      }
+    }
+    EXPECT_FALSE(congested_before);
+    EXPECT_TRUE(congested_during);
+    // 70 s in, the 37.5 and 75 s windows hold only delayed samples.
+    EXPECT_GT(window_at_end_ns, 75 * kS);
+    // Over the episode and the minute after it, the adaptive estimator
+    // stays far closer than the shortest window, which the episode fills
+    // (without the round trips' view: up to 1,749 ns, 0.024 of it).
+    AdaptiveWindowEstimator adaptive{AdaptiveConfig()};
+    EstimatorConfig shortest = AdaptiveConfig().base;
+    shortest.window_ns = 37'500'000'000;
+    TwoHullEstimator fixed(shortest);
+    const double rms_adaptive = RmsBetween(p, adaptive, 400 * kS, 530 * kS);
+    const double rms_fixed = RmsBetween(p, fixed, 400 * kS, 530 * kS);
+    std::printf("seed %d: RMS over the episode: adaptive %.0f ns, 37.5 s "
+                "window %.0f ns\n",
+                static_cast<int>(seed), rms_adaptive, rms_fixed);
+    EXPECT_LT(rms_adaptive, 0.02 * rms_fixed);
+  }
+}
+
+// 200 us more each way for good from 900 s on (a longer route): the
+// estimator takes it as the new normal after half its longest window, not
+// as an episode that never ends, and answers from short levels again.
+TEST(AdaptiveEstimatorTest, LongerRouteBecomesTheNewNormal) {
+  SimulationParams p;
+  p.clock.frequency_ppm = 30;
+  p.clock.wander_ppb_per_sqrt_s = 1;
+  p.forward.min_ns = p.backward.min_ns = 20'000;
+  p.forward.exp_mean_ns = p.backward.exp_mean_ns = 20'000;
+  p.interval_ns = 250'000'000;
+  p.duration_ns = 2400 * kS;
+  CongestionEpisode e;
+  e.begin_ns = 900 * kS;
+  e.end_ns = p.duration_ns;
+  e.forward_extra.min_ns = e.backward_extra.min_ns = 200'000;
+  e.forward_extra.exp_mean_ns = e.backward_extra.exp_mean_ns = 0;
+  p.congestion.push_back(e);
+  AdaptiveWindowEstimator est{AdaptiveConfig()};
+  ProbeSimulator sim(p);
+  SimulatedSample s;
+  int late = 0, late_longest = 0;
+  while (sim.Next(&s)) {
+    est.Add(s.sample);
+    if (s.true_ns < 1500 * kS) continue;
+    EXPECT_FALSE(est.congested());
+    ++late;
+    late_longest += est.selected_level() == 0;
+  }
+  EXPECT_EQ(est.congested_intervals(), 0);
+  // The limit was learnt afresh: the new round trips' minimum is 440 us.
+  EXPECT_GT(est.clean_limit_ns(), 440'000);
+  EXPECT_LT(late_longest, late / 10);
+  AdaptiveWindowEstimator adaptive{AdaptiveConfig()};
+  EstimatorConfig middle = AdaptiveConfig().base;
+  middle.window_ns = 150 * kS;
+  TwoHullEstimator fixed(middle);
+  const double rms_adaptive = RmsBetween(p, adaptive, 1500 * kS, 2400 * kS);
+  const double rms_fixed = RmsBetween(p, fixed, 1500 * kS, 2400 * kS);
+  std::printf("after the new route: adaptive %.0f ns, 150 s window %.0f ns\n",
+              rms_adaptive, rms_fixed);
+  EXPECT_LT(rms_adaptive, 1.5 * rms_fixed);
+}
+
+// Heavy-tailed delays (Pareto, α 1.5) at 20 probes/s for an hour, without
+// congestion: runs of high round trips by chance stay rare.
+TEST(AdaptiveEstimatorTest, HeavyTailsAreNotCongestion) {
+  SimulationParams p;
+  p.clock.frequency_ppm = -12;
+  p.clock.wander_ppb_per_sqrt_s = 1;
+  p.forward.min_ns = p.backward.min_ns = 30'000;
+  p.forward.exp_mean_ns = p.backward.exp_mean_ns = 0;
+  p.forward.pareto_alpha = p.backward.pareto_alpha = 1.5;
+  p.forward.pareto_scale_ns = p.backward.pareto_scale_ns = 20'000;
+  p.interval_ns = 50'000'000;
+  p.duration_ns = 3600 * kS;
+  AdaptiveWindowEstimator est{AdaptiveConfig()};
+  ProbeSimulator sim(p);
+  SimulatedSample s;
+  int samples = 0, congested = 0;
+  while (sim.Next(&s)) {
+    est.Add(s.sample);
+    ++samples;
+    congested += est.congested();
+  }
+  std::printf("congested: %d of %d samples\n", congested, samples);
+  EXPECT_LT(congested, samples / 1000);
+}
+
 TEST(AdaptiveEstimatorTest, ValidationNamesTheKey) {
   AdaptiveConfig c;
   EXPECT_EQ(ValidateAdaptiveConfig(c), "");

@@ -313,6 +313,19 @@ std::vector<Scenario> VariantScenarios() {
   rate("112-asymmetric-jitter-20hz", 40);
   jitter("112-asymmetric-jitter-20hz", 0.3);
   rate("113-congestion", 1);
+  {
+    // A longer route instead of episodes: from 15 minutes on, 200 us more
+    // each way for good. The estimator must take it as the new normal, not
+    // as a congestion episode that never ends.
+    Scenario s = Variant(all, "113-congestion", "route-change");
+    s.params.congestion.clear();
+    CongestionEpisode e;
+    e.begin_ns = 900 * kS;
+    e.end_ns = s.params.duration_ns;
+    e.forward_extra = e.backward_extra = Exponential(200 * kUs, 0);
+    s.params.congestion.push_back(e);
+    out.push_back(s);
+  }
   sine("114-thermal-swing", 200, 900);
   sine("114-thermal-swing", 800, 900);
   sine("114-thermal-swing", 400, 600);
@@ -344,6 +357,10 @@ std::vector<Scenario> RandomScenarios(int count, uint64_t seed) {
   auto log_uniform = [&](double low, double high) {
     return low * std::pow(high / low, uniform(rng));
   };
+  // Congestion episodes come from a stream of their own: the rest of each
+  // scenario is drawn as it was before they were added.
+  std::mt19937_64 congestion_rng(seed ^ 0x9e37'79b9'7f4a'7c15ULL);
+  auto congestion_uniform = [&] { return uniform(congestion_rng); };
   std::vector<Scenario> out;
   for (int i = 0; i < count; ++i) {
     Scenario s;
@@ -374,6 +391,42 @@ std::vector<Scenario> RandomScenarios(int count, uint64_t seed) {
     }
     p.loss = chance(0.2) ? 0.3 * uniform(rng) : 0;
     p.duration_ns = std::llround(log_uniform(900, 3600)) * kS;
+    // Congestion (25 %): episodes of 15-240 s every 3-20 minutes (each
+    // start jittered by ±30 % of the period), adding a standing queue of
+    // 0.5-30 jitter scales plus an exponential of 1-30 of them, forward
+    // (50 %), back (20 %) or both ways.
+    {
+      // Every draw is made, congested or not, so that scenario i's
+      // episodes do not depend on which earlier ones were congested.
+      const double u_congested = congestion_uniform();
+      const double period_s = 180 * std::pow(20.0 / 3, congestion_uniform());
+      const double length_s = std::min(
+          15 * std::pow(16.0, congestion_uniform()), 0.6 * period_s);
+      const double standing_ns =
+          jitter_ns * 0.5 * std::pow(60.0, congestion_uniform());
+      const double variable_ns =
+          jitter_ns * std::pow(30.0, congestion_uniform());
+      const double u_direction = congestion_uniform();
+      const double first = congestion_uniform();
+      const uint64_t starts_seed = congestion_rng();
+      if (u_congested < 0.25) {
+        const bool forward = u_direction < 0.8;
+        const bool backward = u_direction >= 0.5;
+        std::mt19937_64 starts(starts_seed);
+        for (double begin_s = period_s * (0.2 + 0.8 * first);
+             begin_s < static_cast<double>(p.duration_ns / kS);
+             begin_s += period_s * (0.7 + 0.6 * uniform(starts))) {
+          CongestionEpisode e;
+          e.begin_ns = std::llround(begin_s * 1e9);
+          e.end_ns = std::llround((begin_s + length_s) * 1e9);
+          const DelayParams extra =
+              Exponential(std::llround(standing_ns), variable_ns);
+          if (forward) e.forward_extra = extra;
+          if (backward) e.backward_extra = extra;
+          p.congestion.push_back(e);
+        }
+      }
+    }
     // Apart from each other and from SeededScenario's strides (primes).
     p.seed = (seed << 32) + 104'729ULL * static_cast<uint64_t>(i);
     p.clock.seed = p.seed + 7;
@@ -387,6 +440,17 @@ std::vector<Scenario> RandomScenarios(int count, uint64_t seed) {
         " jit=", round(jitter_ns / kUs, 0.1), "us", pareto ? "P" : "",
         " asym=", round(asymmetry, 0.1), " loss=", std::llround(p.loss * 100),
         "% ", p.duration_ns / kS, "s");
+    if (!p.congestion.empty()) {
+      // e.g. " cong=60s/3x+252us+exp(755us)fwd": length, episodes, extra.
+      const CongestionEpisode& e = p.congestion.front();
+      const bool forward = e.forward_extra.exp_mean_ns > 0;
+      const bool backward = e.backward_extra.exp_mean_ns > 0;
+      const DelayParams& d = forward ? e.forward_extra : e.backward_extra;
+      absl::StrAppend(&s.name, " cong=", (e.end_ns - e.begin_ns) / kS, "s/",
+                      p.congestion.size(), "x+", round(d.min_ns / kUs, 0.1),
+                      "us+exp(", round(d.exp_mean_ns / kUs, 0.1), "us)",
+                      forward && backward ? "both" : forward ? "fwd" : "back");
+    }
     s.description = s.name;
     out.push_back(s);
   }

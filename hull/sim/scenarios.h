@@ -34,8 +34,12 @@ std::vector<Scenario> VariantScenarios();
 // 10–60 minutes (log-uniform); 0.5–20 probes/s; a minimum delay of
 // 1–300 µs and a jitter scale of 0.2–1,000 µs each way, exponential or
 // (25 %) Pareto with α 1.5, the two directions' scales apart by a factor
-// of 0.1–10 (30 %); loss up to 30 % (20 %); 15–60 minutes. Named
-// "rN w=… sine=…/… hz=… jit=…us…" after what was drawn.
+// of 0.1–10 (30 %); loss up to 30 % (20 %); 15–60 minutes; congestion
+// episodes (25 %, drawn from a stream of their own, so that the rest is
+// as without them) of 15–240 s every 3–20 minutes, a standing queue of
+// 0.5–30 jitter scales plus an exponential of 1–30, forward (50 %), back
+// (20 %) or both ways. Named "rN w=… sine=…/… hz=… jit=…us… [cong=…]"
+// after what was drawn.
 std::vector<Scenario> RandomScenarios(int count, uint64_t seed);
 // The scenario with this name, or nullptr.
 const Scenario* FindScenario(const std::vector<Scenario>& all,
