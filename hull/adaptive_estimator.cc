@@ -59,10 +59,6 @@ constexpr int64_t kLongPairWindows = 2;
 constexpr double kHomeScale = 2.4;
 constexpr double kHomeExponent = 0.4;
 constexpr int kHomeMinRoundTrips = 16;
-// The home's median is found by stepping from the last one over at most
-// this many distinct values (each two passes over the round trips), else
-// selected afresh.
-constexpr int kMedianMaxSteps = 4;
 // The clock counts as linear (home = the longest window) when some level's
 // measured wander, over at least kWanderMinDifferences drift
 // differences, is below this fraction of the configured allowance.
@@ -101,18 +97,10 @@ constexpr double kWanderDecay = 0.95;
 // its window.
 constexpr double kWanderFullWindow = 0.5;
 
-// Congestion in the round trips: a round trip above the clean minimum +
-// kCleanLimitSpreads × the clean spread is congested, and a run of
-// kCongestedRun of them opens a congested interval (by chance hardly: an
-// hour of Pareto delays with α 1.5 at 20 probes/s had 3 congested samples
-// of 72,000, HeavyTailsAreNotCongestion). A level whose window is more than
-// kCongestedFraction congested may not answer; an interval open for
-// kNewNormalFraction of the longest window is a longer route, not an
-// episode.
-constexpr double kCleanLimitSpreads = 2.0;
-constexpr int kCongestedRun = 8;
+// A level whose window is more than this fraction congested (as the round
+// trips show it, hull/round_trips.h) may not answer: its hulls rest on
+// delayed samples, whatever its range says.
 constexpr double kCongestedFraction = 0.75;
-constexpr double kNewNormalFraction = 0.5;
 // W* counts clean time: the home window grows by the congested time it
 // holds, found by this many fixed-point steps at most (each adds the
 // congested time the last one's longer window reaches; one per interval).
@@ -139,7 +127,7 @@ void ReplaceSorted(std::array<double, N>* sorted, int count, bool full,
 }  // namespace
 
 AdaptiveWindowEstimator::AdaptiveWindowEstimator(const AdaptiveConfig& config)
-    : config_(config) {
+    : config_(config), round_trips_(config.base.window_ns) {
   for (int k = 0; k < config.levels; ++k) {
     EstimatorConfig c = config.base;
     c.window_ns = config.base.window_ns >> k;
@@ -398,7 +386,7 @@ void AdaptiveWindowEstimator::Select(
   for (size_t k = 1; k < levels_.size(); ++k) {
     if (!blown_now[k] ||
         static_cast<double>(x - blown_since_x_[k]) <=
-            kNewNormalFraction *
+            RoundTrips::kNewNormalFraction *
                 static_cast<double>(levels_[0]->config().window_ns)) {
       continue;
     }
@@ -431,11 +419,11 @@ void AdaptiveWindowEstimator::Select(
     }
     // Mostly congested in the round trips (as far as it has filled).
     bool mostly_congested = false;
-    if (k > 0 && !congested_.empty()) {
+    if (k > 0 && round_trips_.congested_intervals() > 0) {
       const int64_t filled =
           std::min(levels_[k]->config().window_ns, x - start_x_);
       mostly_congested =
-          filled > 0 && CongestedNs(x - filled, x) >
+          filled > 0 && round_trips_.CongestedNs(x - filled, x) >
                             kCongestedFraction * static_cast<double>(filled);
     }
     eligible[k] = uncongested && !mostly_congested && !young[k];
@@ -577,162 +565,18 @@ bool AdaptiveWindowEstimator::EarlyWanderNegligible(int64_t x) const {
          fit_error_sum_ < kFitErrorScale * limit * limit * fit_span3_sum_;
 }
 
-void AdaptiveWindowEstimator::TrackCongestion(double round_trip_ns,
-                                              int64_t x) {
-  if (have_clean_limit_ && round_trip_ns > clean_limit_) {
-    if (++congested_run_ >= kCongestedRun) {
-      last_congested_x_ = x;
-      have_last_congested_ = true;
-      if (congested_open_) {
-        congested_.back().second = x;
-      } else {
-        // From the last clean round trip: nothing after it reached the
-        // hulls' low-delay edge.
-        congested_.emplace_back(last_clean_x_, x);
-        congested_open_ = true;
-      }
-    }
-  } else {
-    congested_run_ = 0;
-    congested_open_ = false;
-    last_clean_x_ = x;
-  }
-  const int64_t longest_ns = levels_[0]->config().window_ns;
-  if (congested_open_ &&
-      static_cast<double>(x - congested_.back().first) >
-          kNewNormalFraction * static_cast<double>(longest_ns)) {
-    // Congested for so long: the delays have changed for good (a longer
-    // route). Forget the episode and learn the limit afresh.
-    congested_.clear();
-    congested_open_ = false;
-    congested_run_ = 0;
-    have_last_congested_ = false;
-    have_clean_limit_ = false;
-    clean_spreads_count_ = 0;
-    clean_spreads_next_ = 0;
-  }
-  while (!congested_.empty() && congested_.front().second < x - longest_ns) {
-    congested_.pop_front();
-  }
-}
-
-void AdaptiveWindowEstimator::RecordCleanSpread(double spread_ns,
-                                                double minimum_ns) {
-  const int size = static_cast<int>(clean_spreads_.size());
-  clean_spreads_[clean_spreads_next_] = spread_ns;
-  clean_spreads_next_ = (clean_spreads_next_ + 1) % size;
-  clean_spreads_count_ = std::min(clean_spreads_count_ + 1, size);
-  std::array<double, kCleanSpreads> sorted = clean_spreads_;
-  std::nth_element(sorted.begin(), sorted.begin() + clean_spreads_count_ / 2,
-                   sorted.begin() + clean_spreads_count_);
-  const double clean_spread =
-      std::max(sorted[static_cast<size_t>(clean_spreads_count_ / 2)], 1.0);
-  clean_limit_ = minimum_ns + kCleanLimitSpreads * clean_spread;
-  have_clean_limit_ = true;
-}
-
-double AdaptiveWindowEstimator::CongestedNs(int64_t from, int64_t to) const {
-  double total = 0;
-  for (const auto& [begin, end] : congested_) {
-    const int64_t low = std::max(begin, from);
-    const int64_t high = std::min(end, to);
-    if (high > low) total += static_cast<double>(high - low);
-  }
-  return total;
-}
-
-int64_t AdaptiveWindowEstimator::RoundTripSpanNs() const {
-  const int size = static_cast<int>(round_trips_.size());
-  if (round_trips_count_ == 0) return 0;
-  const int newest = (round_trips_next_ + size - 1) % size;
-  const int oldest = round_trips_count_ < size ? 0 : round_trips_next_;
-  return round_trip_x_[newest] - round_trip_x_[oldest];
-}
-
-void AdaptiveWindowEstimator::RoundTripMedian(double* median,
-                                              double* minimum) {
-  const int n = round_trips_count_;
-  const double* v = round_trips_.data();
-  const int k = n / 2;  // The median's rank (0 = the smallest).
-  // Between checkpoints a few round trips change (9 of 127 at 1 probe/s)
-  // and the median moves by a few ranks: counting from the last median m
-  // finds the new one in a few branch-free passes, where a selection
-  // (std::nth_element) over the whole ring cost more than the rest of the
-  // checkpoint. The same value: the k-th smallest of the multiset.
-  if (have_last_median_) {
-    const double m = last_median_;
-    int less = 0, equal = 0;
-    double lowest = v[0];
-    for (int i = 0; i < n; ++i) {
-      less += v[i] < m ? 1 : 0;
-      equal += v[i] == m ? 1 : 0;
-      lowest = std::min(lowest, v[i]);
-    }
-    // The values below m fill ranks [0, less), m [less, less + equal),
-    // those above [less + equal, n). Step from m towards rank k over the
-    // distinct values, largest below m first or smallest above it first.
-    const bool below = k < less;
-    int steps = below ? less - k : k - (less + equal) + 1;
-    if (steps <= 0) {
-      *median = m;
-      *minimum = lowest;
-      return;
-    }
-    if (steps <= kMedianMaxSteps) {
-      double at = m;
-      for (;;) {
-        // The next distinct value beyond `at`, and how many hold it.
-        double next = below ? -std::numeric_limits<double>::infinity()
-                            : std::numeric_limits<double>::infinity();
-        for (int i = 0; i < n; ++i) {
-          next = below ? (v[i] < at ? std::max(next, v[i]) : next)
-                       : (v[i] > at ? std::min(next, v[i]) : next);
-        }
-        int count = 0;
-        for (int i = 0; i < n; ++i) count += v[i] == next ? 1 : 0;
-        if (steps <= count) {
-          *median = last_median_ = next;
-          *minimum = lowest;
-          return;
-        }
-        steps -= count;
-        at = next;
-      }
-    }
-  }
-  // The first median, or one far from the last: select.
-  std::array<double, 127> sorted = round_trips_;
-  std::nth_element(sorted.begin(), sorted.begin() + k, sorted.begin() + n);
-  *median = last_median_ = sorted[k];
-  *minimum = *std::min_element(sorted.begin(), sorted.begin() + n);
-  have_last_median_ = true;
-}
-
 int AdaptiveWindowEstimator::HomeCandidate(int64_t x) {
   home_position_ = 0;
   if (config_.base.wander_ppb_per_sqrt_s <= 0) return 0;
-  const int n = round_trips_count_;
+  const int n = round_trips_.count();
   if (n < kHomeMinRoundTrips) return 0;
-  double median, minimum;
-  RoundTripMedian(&median, &minimum);
-  const double span_s = static_cast<double>(RoundTripSpanNs()) * 1e-9;
+  const double span_s = static_cast<double>(round_trips_.SpanNs()) * 1e-9;
   if (span_s <= 0) return 0;
   const double rate = (n - 1) / span_s;
-  // The smallest spread of the last kSpreadFloorCheckpoints: a congestion
-  // episode raises the median round trip for a while, not the window the
-  // clean delays call for. None is recorded while the round trips held
-  // include a congested run.
-  const bool congested_round_trips =
-      have_last_congested_ && x - last_congested_x_ <= RoundTripSpanNs();
-  if (spreads_count_ == 0 || !congested_round_trips) {
-    spreads_[spreads_next_] = median - minimum;
-    spreads_next_ = (spreads_next_ + 1) % kSpreadFloorCheckpoints;
-    spreads_count_ = std::min(spreads_count_ + 1, kSpreadFloorCheckpoints);
-    RecordCleanSpread(median - minimum, minimum);
-  }
-  const double spread = std::max(
-      *std::min_element(spreads_.begin(), spreads_.begin() + spreads_count_),
-      1.0);
+  // The delay spread of the clean round trips (round_trips.h): a
+  // congestion episode raises the median round trip for a while, not the
+  // window the clean delays call for.
+  const double spread = round_trips_.SpreadFloor(x);
   // The allowance is an upper bound of the wander; the drifts may bound
   // it tighter.
   home_wander_ppb_ = config_.base.wander_ppb_per_sqrt_s;
@@ -745,11 +589,13 @@ int AdaptiveWindowEstimator::HomeCandidate(int64_t x) {
                kHomeExponent);
   // The window that holds clean_home_s outside the congested intervals.
   double home_s = clean_home_s;
-  for (int step = 0; step < kCleanWindowSteps && !congested_.empty();
+  for (int step = 0;
+       step < kCleanWindowSteps && round_trips_.congested_intervals() > 0;
        ++step) {
     const double longer_s =
         clean_home_s +
-        CongestedNs(x - static_cast<int64_t>(home_s * 1e9), x) * 1e-9;
+        round_trips_.CongestedNs(x - static_cast<int64_t>(home_s * 1e9), x) *
+            1e-9;
     if (longer_s <= home_s + 1e-3) break;
     home_s = longer_s;
   }
@@ -806,16 +652,9 @@ AddResult AdaptiveWindowEstimator::Add(const ProbeSample& s) {
       static_cast<__int128>(s.t2_ns) - s.t1_ns + s.parent_bound_ns;
   const __int128 response_offset =
       static_cast<__int128>(s.t3_ns) - s.t4_ns - s.parent_bound_ns;
-  {
-    const int size = static_cast<int>(round_trips_.size());
-    round_trips_[round_trips_next_] = static_cast<double>(
-        (s.t4_ns - s.t1_ns) - (s.t3_ns - s.t2_ns));
-    round_trip_x_[round_trips_next_] = s.t4_ns;
-    round_trips_next_ = (round_trips_next_ + 1) % size;
-    round_trips_count_ = std::min(round_trips_count_ + 1, size);
-    TrackCongestion(round_trips_[(round_trips_next_ + size - 1) % size],
-                    s.t4_ns);
-  }
+  round_trips_.Add(static_cast<double>((s.t4_ns - s.t1_ns) -
+                                       (s.t3_ns - s.t2_ns)),
+                   s.t4_ns);
   if (!have_anchor_) {
     have_anchor_ = true;
     first_x_ = s.t4_ns;

@@ -60,17 +60,19 @@
 //    windows began filling or were restarted. When the home's levels are
 //    not eligible, the nearest eligible candidate stands in for it
 //    (shorter first when they are young, longer first when congested).
-//    Congestion is also seen directly, in the round trips: a run of
-//    kCongestedRun round trips above the clean limit (the clean minimum +
-//    2 × the clean spread, the median of the last spreads recorded outside
-//    congestion) opens a congested interval, from the last clean sample to
-//    the first one at or below the limit again. A level whose window (as
-//    far as it has filled) is more than 75 % congested may not answer: its
-//    hulls rest on delayed samples, whatever its range says (with minimum
-//    delays far above the jitter, a standing queue of several jitter
-//    scales does not make the range 4 times wider). An interval open for
-//    half the longest window is a new normal (a longer route), not an
-//    episode: the intervals are dropped and the limit is learnt afresh.
+//    Congestion is also seen directly, in the round trips (RoundTrips,
+//    round_trips.h): a run of 8 round trips above the clean limit (the
+//    clean minimum + 2 × the clean spread, the median of the last spreads
+//    recorded outside congestion) opens a congested interval, from the
+//    last clean sample to the first one at or below the limit again. A
+//    level whose window (as far as it has filled) is more than 75 %
+//    congested may not answer: its hulls rest on delayed samples, whatever
+//    its range says (with minimum delays far above the jitter, a standing
+//    queue of several jitter scales does not make the range 4 times
+//    wider). An interval open for half the longest window is a new normal
+//    (a longer route), not an episode: the intervals are dropped and the
+//    limit is learnt afresh; so is a range blown up that long, which is
+//    judged afresh (blown ranges never enter the median it is judged by).
 // 5. Home. Before any evidence, and whenever it is not significant, the
 //    answer comes from a home candidate: the window where the error the
 //    wander σ (ppb/√s) predicts over a window W (∝ σ W^1.5) meets the
@@ -130,10 +132,10 @@
 #include <deque>
 #include <memory>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "hull/estimator.h"
+#include "hull/round_trips.h"
 #include "hull/two_hull_estimator.h"
 
 namespace clocksync::hull {
@@ -181,28 +183,14 @@ class AdaptiveWindowEstimator final : public Estimator {
   // Candidates: 2k is level k's estimate, 2k + 1 the mean of levels k and
   // k + 1 (a window between the two).
   static constexpr int kMaxCandidates = 2 * kMaxLevels - 1;
-  // The home's spread is the smallest over this many checkpoints (D/2
-  // apart: over 28 s with a 37.5 s shortest window).
-  static constexpr int kSpreadFloorCheckpoints = 4;
-  // The clean spread is the median of this many spreads recorded outside
-  // congestion (one per checkpoint).
-  static constexpr int kCleanSpreads = 15;
   // The candidate answering now, and the home candidate.
   int selected_candidate() const { return candidate_; }
   int home_candidate() const { return home_; }
   // The wander (ppb/√s) W* was last computed for: the allowance, or a
   // smaller upper bound the drifts show (see the header).
   double home_wander_ppb() const { return home_wander_ppb_; }
-  // Congested intervals seen in the round trips and still within the
-  // longest window, and whether the newest sample is in one.
-  int congested_intervals() const {
-    return static_cast<int>(congested_.size());
-  }
-  bool congested() const { return congested_open_; }
-  // A round trip above this (ns) counts as congested; 0 before it is known.
-  double clean_limit_ns() const {
-    return have_clean_limit_ ? clean_limit_ : 0;
-  }
+  // What the round trips show: rate, delay spread, congestion.
+  const RoundTrips& round_trips() const { return round_trips_; }
 
  private:
   // Level estimates recorded at one instant, and the reference the samples
@@ -257,18 +245,6 @@ class AdaptiveWindowEstimator final : public Estimator {
   // level's (used when the candidate is their mean), both at local_ns.
   TimeEstimate Answer(const TimeEstimate& selected, const TimeEstimate& longer,
                       int64_t local_ns) const;
-  // newest − oldest t4 of the round trips held, ns.
-  int64_t RoundTripSpanNs() const;
-  // Classifies the newest round trip (clean or congested) and updates the
-  // congested intervals.
-  void TrackCongestion(double round_trip_ns, int64_t x);
-  // Records the spread (outside congestion) and sets the clean limit.
-  void RecordCleanSpread(double spread_ns, double minimum_ns);
-  // How long [from, to] lies in congested intervals, ns.
-  double CongestedNs(int64_t from, int64_t to) const;
-  // The median (the n/2-th smallest of n) and the minimum of the round
-  // trips held; records the median for the next call.
-  void RoundTripMedian(double* median, double* minimum);
   // Samples each level's drift a window apart (see drift_x_).
   void RecordDrifts(const std::array<TimeEstimate, kMaxLevels>& now, int64_t x);
   // True when the drifts show the clock wandering far less than the
@@ -323,38 +299,9 @@ class AdaptiveWindowEstimator final : public Estimator {
   std::array<double, kMaxLevels> current_range_{};  // At the newest sample.
   uint64_t checkpoints_scored_ = 0;
   uint64_t checkpoints_impure_ = 0;
-  // The last round trips (ring), for the home candidate.
-  std::array<double, 127> round_trips_{};
-  int round_trips_count_ = 0;
-  int round_trips_next_ = 0;
-  std::array<int64_t, 127> round_trip_x_{};  // Their t4.
-  // The median at the last checkpoint, from which the next one is found
-  // by counting (see RoundTripMedian).
-  double last_median_ = 0;
-  bool have_last_median_ = false;
-  // The round trips' spread (median − minimum) at the last checkpoints
-  // (ring), for the home.
-  std::array<double, kSpreadFloorCheckpoints> spreads_{};
-  int spreads_count_ = 0;
-  int spreads_next_ = 0;
-  // Congestion seen in the round trips (see the header). The spreads
-  // recorded outside congestion (ring; their median is the clean spread),
-  // and the limit above which a round trip counts as congested.
-  std::array<double, kCleanSpreads> clean_spreads_{};
-  int clean_spreads_count_ = 0;
-  int clean_spreads_next_ = 0;
-  double clean_limit_ = 0;
-  bool have_clean_limit_ = false;
-  // Round trips above the limit in a row, and the last one's t4 once a
-  // run was long enough to count.
-  int congested_run_ = 0;
-  int64_t last_congested_x_ = 0;
-  bool have_last_congested_ = false;
-  int64_t last_clean_x_ = 0;  // The last round trip at or below the limit.
-  // Congested intervals [begin, end] of t4, oldest first; the last one is
-  // open while congested_open_.
-  std::deque<std::pair<int64_t, int64_t>> congested_;
-  bool congested_open_ = false;
+  // The round trips: rate, spread and congestion, for the home and for
+  // eligibility.
+  RoundTrips round_trips_;
   // Measured wander: a window's drift is sampled a window T apart (two
   // disjoint sets of samples); Σ w (Δβ)² / T over those differences
   // (ppb²/s), and Σ w. An upper bound of the clock's wander (the drifts'

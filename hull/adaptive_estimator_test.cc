@@ -307,9 +307,9 @@ TEST(AdaptiveEstimatorTest, CongestionIsSeenInTheRoundTrips) {
     int64_t window_at_end_ns = 0;
     while (sim.Next(&s)) {
       est.Add(s.sample);
-      if (s.true_ns < 400 * kS) congested_before |= est.congested();
+      if (s.true_ns < 400 * kS) congested_before |= est.round_trips().congested();
       if (s.true_ns >= 400 * kS && s.true_ns < 470 * kS) {
-        congested_during |= est.congested();
+        congested_during |= est.round_trips().congested();
         window_at_end_ns = est.selected_window_ns();
       }
     }
@@ -357,13 +357,13 @@ TEST(AdaptiveEstimatorTest, LongerRouteBecomesTheNewNormal) {
   while (sim.Next(&s)) {
     est.Add(s.sample);
     if (s.true_ns < 1500 * kS) continue;
-    EXPECT_FALSE(est.congested());
+    EXPECT_FALSE(est.round_trips().congested());
     ++late;
     late_longest += est.selected_level() == 0;
   }
-  EXPECT_EQ(est.congested_intervals(), 0);
+  EXPECT_EQ(est.round_trips().congested_intervals(), 0);
   // The limit was learnt afresh: the new round trips' minimum is 440 us.
-  EXPECT_GT(est.clean_limit_ns(), 440'000);
+  EXPECT_GT(est.round_trips().clean_limit_ns(), 440'000);
   EXPECT_LT(late_longest, late / 10);
   AdaptiveWindowEstimator adaptive{AdaptiveConfig()};
   EstimatorConfig middle = AdaptiveConfig().base;
@@ -395,7 +395,7 @@ TEST(AdaptiveEstimatorTest, HeavyTailsAreNotCongestion) {
   while (sim.Next(&s)) {
     est.Add(s.sample);
     ++samples;
-    congested += est.congested();
+    congested += est.round_trips().congested();
   }
   std::printf("congested: %d of %d samples\n", congested, samples);
   EXPECT_LT(congested, samples / 1000);
