@@ -96,10 +96,10 @@ void RoundTrips::TrackCongestion(double round_trip_ns, int64_t x) {
     clean_spreads_count_ = 0;
     clean_spreads_next_ = 0;
   }
-  while (!congested_.empty() &&
-         congested_.front().second < x - longest_window_ns_) {
-    congested_.pop_front();
-  }
+  const auto expired = std::find_if(
+      congested_.begin(), congested_.end(),
+      [&](const auto& i) { return i.second >= x - longest_window_ns_; });
+  congested_.erase(congested_.begin(), expired);
 }
 
 void RoundTrips::RecordCleanSpread(double spread_ns, double minimum_ns) {

@@ -23,8 +23,8 @@
 
 #include <array>
 #include <cstdint>
-#include <deque>
 #include <utility>
+#include <vector>
 
 namespace clocksync::hull {
 
@@ -109,8 +109,10 @@ class RoundTrips {
   bool have_last_congested_ = false;
   int64_t last_clean_x_ = 0;  // The last round trip at or below the limit.
   // Congested intervals [begin, end] of t4, oldest first; the last one is
-  // open while open_.
-  std::deque<std::pair<int64_t, int64_t>> congested_;
+  // open while open_. A vector: empty (no allocation) on a clean network,
+  // and a few entries at most otherwise (a cluster simulator holds one per
+  // node).
+  std::vector<std::pair<int64_t, int64_t>> congested_;
   bool open_ = false;
 };
 
