@@ -480,7 +480,17 @@ void AdaptiveWindowEstimator::Select(
   if (best == home && home == home_) {
     const int longer = static_cast<int>(std::floor(home_position_ / 2));
     const int shorter = static_cast<int>(std::ceil(home_position_ / 2));
-    if (eligible[longer] && eligible[shorter]) position = home_position_;
+    // Not towards a neighbour the home has predicted significantly better
+    // than: W* from the allowance is off there (a swing bends the clock
+    // faster than the allowance's wander, and the home is the shortest
+    // level: the blend with the next longer one only adds its lag).
+    const int towards = home_position_ < home ? home - 1 : home + 1;
+    const bool neighbour_worse =
+        towards >= 0 && towards < candidates_ &&
+        PairedUpperBound(home, towards) < 0;
+    if (eligible[longer] && eligible[shorter] && !neighbour_worse) {
+      position = home_position_;
+    }
   }
   selected_ = static_cast<int>(std::ceil(position / 2));
   longer_weight_ = selected_ - position / 2;

@@ -230,6 +230,49 @@ TEST(AdaptiveEstimatorTest, HomeAnswersBetweenTheLevelsAroundIt) {
   EXPECT_GT(strictly_between, at_home / 2);
 }
 
+// A swing far steeper than the allowance's wander: W* (from the allowance)
+// falls between the two shortest levels, and the shortest predicts
+// significantly better than their mean. The answer is the shortest level's,
+// not a blend with the next longer one (which only adds its lag: 1.32 ×
+// the 37.5 s window before).
+TEST(AdaptiveEstimatorTest, HomeDoesNotBlendTowardsAWorseNeighbour) {
+  SimulationParams p;
+  p.clock.frequency_ppm = 20;
+  p.clock.wander_ppb_per_sqrt_s = 0.2;
+  p.clock.sine_amplitude_ppb = 700;
+  p.clock.sine_period_s = 1300;
+  p.forward.min_ns = p.backward.min_ns = 10'000;
+  p.forward.exp_mean_ns = p.backward.exp_mean_ns = 14'000;
+  p.interval_ns = 62'000'000;  // 16 probes/s
+  p.duration_ns = 1500 * kS;
+  double sum_sq_adaptive = 0, sum_sq_shortest = 0;
+  for (const uint64_t seed : {1, 2}) {
+    p.seed = seed;
+    AdaptiveConfig config;
+    AdaptiveWindowEstimator est(config);
+    EstimatorConfig shortest_config = config.base;
+    shortest_config.window_ns = config.base.window_ns >> (config.levels - 1);
+    TwoHullEstimator shortest(shortest_config);
+    ProbeSimulator sim(p);
+    SimulatedSample s;
+    while (sim.Next(&s)) {
+      est.Add(s.sample);
+      shortest.Add(s.sample);
+      if (s.true_ns < 300 * kS) continue;
+      const int64_t x = s.sample.t4_ns;
+      const double ea = static_cast<double>(est.Estimate(x).global_ns -
+                                            s.true_global_at_t4_ns);
+      const double es = static_cast<double>(shortest.Estimate(x).global_ns -
+                                            s.true_global_at_t4_ns);
+      sum_sq_adaptive += ea * ea;
+      sum_sq_shortest += es * es;
+    }
+  }
+  const double ratio = std::sqrt(sum_sq_adaptive / sum_sq_shortest);
+  std::printf("adaptive / 37.5 s window after 300 s: %.3f\n", ratio);
+  EXPECT_LT(ratio, 1.05);
+}
+
 // Local time before the epoch (a clock hours behind an early origin):
 // the checkpoints are scored as with any other epoch.
 TEST(AdaptiveEstimatorTest, NegativeLocalTimeIsScored) {
