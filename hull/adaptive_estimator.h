@@ -82,7 +82,16 @@
 //    confidence bound of the wander the drifts show (a level's drift
 //    sampled a window W apart, T: (Δβ)² / (T − W/3) estimates σ², plus
 //    the drifts' own noise; the smallest bound of any level with at
-//    least 2 differences), spread the median round trip's excess over
+//    least 2 differences). The references measure σ with their own noise
+//    taken out (ReferenceWander, reference_wander.h: how far the middle
+//    of three references misses the chord of the outer two, at spacings
+//    of D to 16 D; those of the first shortest window, whose slope
+//    projected them poorly, and those a congestion episode touched are
+//    left out): once they count 4 independent readings, the allowance
+//    stands only inside their σ² ± 1 standard error; outside it the
+//    nearer end does, below the allowance (and below the drifts' bound)
+//    or above it (a clock wandering faster than the allowance: a shorter
+//    home). Spread is the median round trip's excess over
 //    the minimum (ns) and rate the samples per second, both over the
 //    last 127 samples (the spread: the smallest at the last 4
 //    checkpoints, and none recorded while those samples hold a congested
@@ -95,7 +104,10 @@
 //    blended by where W* falls between their windows in log2 (a level
 //    and its neighbour's mean are half a step apart; a window between
 //    them is better than either where W* is: chrony's default model,
-//    101, 1,006 → 990 ns). Any other candidate answers only while it is
+//    101, 1,006 → 990 ns), unless the home has predicted significantly
+//    better than the neighbour it would lean towards (step 3's test: a
+//    swing steeper than σ, where the blend only adds the longer level's
+//    lag). Any other candidate answers only while it is
 //    significantly better than the home (step 3's test, against the
 //    home, with the checkpoints counted as one independent score per
 //    tenth of the longer window of the pair: the home's errors and a
@@ -135,6 +147,7 @@
 #include <vector>
 
 #include "hull/estimator.h"
+#include "hull/reference_wander.h"
 #include "hull/round_trips.h"
 #include "hull/two_hull_estimator.h"
 
@@ -191,6 +204,8 @@ class AdaptiveWindowEstimator final : public Estimator {
   double home_wander_ppb() const { return home_wander_ppb_; }
   // What the round trips show: rate, delay spread, congestion.
   const RoundTrips& round_trips() const { return round_trips_; }
+  // The wander the checkpoint references show (reference_wander.h).
+  const ReferenceWander& reference_wander() const { return reference_wander_; }
 
  private:
   // Level estimates recorded at one instant, and the reference the samples
@@ -302,6 +317,7 @@ class AdaptiveWindowEstimator final : public Estimator {
   // The round trips: rate, spread and congestion, for the home and for
   // eligibility.
   RoundTrips round_trips_;
+  ReferenceWander reference_wander_;
   // Measured wander: a window's drift is sampled a window T apart (two
   // disjoint sets of samples); Σ w (Δβ)² / T over those differences
   // (ppb²/s), and Σ w. An upper bound of the clock's wander (the drifts'

@@ -273,6 +273,48 @@ TEST(AdaptiveEstimatorTest, HomeDoesNotBlendTowardsAWorseNeighbour) {
   EXPECT_LT(ratio, 1.05);
 }
 
+// The references' wander moves the home both ways: below the allowance on
+// a clock that wanders a tenth of it, above it on one that wanders three
+// times as much (reference_wander.h), once their interval excludes it
+// (with 20 µs of jitter at 2 Hz, after 11–15 minutes on some seeds).
+TEST(AdaptiveEstimatorTest, ReferencesMeasureTheHomesWander) {
+  for (const double wander : {0.1, 3.0}) {
+    SimulationParams p;
+    p.clock.frequency_ppm = -12;
+    p.clock.wander_ppb_per_sqrt_s = wander;
+    p.forward.min_ns = p.backward.min_ns = 30'000;
+    p.forward.exp_mean_ns = p.backward.exp_mean_ns = 20'000;
+    p.interval_ns = 500'000'000;
+    p.duration_ns = 900 * kS;
+    int below = 0, above = 0, checks = 0;
+    double lowest = 1e9;
+    for (const uint64_t seed : {1, 2, 3}) {
+      p.seed = seed;
+      p.clock.seed = seed + 100;
+      AdaptiveWindowEstimator est{AdaptiveConfig()};
+      ProbeSimulator sim(p);
+      SimulatedSample s;
+      while (sim.Next(&s)) {
+        est.Add(s.sample);
+        if (s.true_ns < 600 * kS) continue;
+        ++checks;
+        below += est.home_wander_ppb() < 0.75;
+        above += est.home_wander_ppb() > 1.05;
+        lowest = std::min(lowest, est.home_wander_ppb());
+      }
+    }
+    std::printf("wander %.1f: home wander below 0.75 at %d, above 1.05 at "
+                "%d of %d samples after 600 s, lowest %.3f\n",
+                wander, below, above, checks, lowest);
+    if (wander < 1) {
+      EXPECT_GT(below, checks * 9 / 10);
+    } else {
+      EXPECT_GT(above, checks / 2);
+      EXPECT_GE(lowest, 0.99);  // Never below the allowance.
+    }
+  }
+}
+
 // Local time before the epoch (a clock hours behind an early origin):
 // the checkpoints are scored as with any other epoch.
 TEST(AdaptiveEstimatorTest, NegativeLocalTimeIsScored) {
