@@ -35,8 +35,8 @@ void ReferenceWander::Add(int64_t x_ns, double theta_ns) {
     last_x_s_ = 0;
   }
   const double x_s = static_cast<double>(x_ns - origin_x_) * 1e-9;
-  const double decay =
-      std::exp(-(x_s - last_x_s_) / (static_cast<double>(memory_ns_) * 1e-9));
+  const double decay = std::exp(-std::max(0.0, x_s - last_x_s_) /
+                                (static_cast<double>(memory_ns_) * 1e-9));
   last_x_s_ = x_s;
   for (int l = 0; l < kLags; ++l) {
     sum_y_[l] *= decay;
@@ -81,6 +81,8 @@ void ReferenceWander::Solve() {
     ++lags;
   }
   if (lags < 2) return;
+  // The fit, committed only when every iteration determined it.
+  double fitted = wander2_;
   double wander2 = std::max(wander2_, 0.0);
   double noise = noise_ns2_ >= 0 ? noise_ns2_ : y[0] / std::max(n[0], 1.0);
   double error2 = 0;
@@ -100,18 +102,18 @@ void ReferenceWander::Solve() {
     }
     const double det = ss * nn - sn * sn;
     if (!(det > 1e-9 * ss * nn)) return;
-    wander2 = (sy * nn - ny * sn) / det;
+    fitted = (sy * nn - ny * sn) / det;
     noise = (ss * ny - sn * sy) / det;
     error2 = nn / det;
     if (noise < 0) {
       noise = 0;
-      wander2 = sy / ss;
+      fitted = sy / ss;
       error2 = 1 / ss;
     }
     // A negative σ² is noise: the next weights assume none.
-    wander2_ = wander2;
-    wander2 = std::max(wander2, 0.0);
+    wander2 = std::max(fitted, 0.0);
   }
+  wander2_ = fitted;
   wander2_error_ = std::sqrt(std::max(0.0, error2));
   noise_ns2_ = noise;
 }
