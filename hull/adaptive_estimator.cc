@@ -60,17 +60,11 @@ constexpr double kHomeScale = 2.4;
 constexpr double kHomeExponent = 0.4;
 constexpr int kHomeMinRoundTrips = 16;
 // The clock counts as linear (home = the longest window) when some level's
-// measured wander, over at least kWanderMinDifferences drift
-// differences, is below this fraction of the configured allowance.
+// measured wander (DriftWander::Negligible, drift_wander.h) is below this
+// fraction of the configured allowance.
 constexpr double kNegligibleWanderFraction = 0.1;
-constexpr int kWanderMinDifferences = 3;
-// One difference fewer suffices when the wander is below this fraction of
-// that limit: two small differences on a wandering clock happen, two far
-// smaller ones hardly (the warm-up of a linear clock: 94 s instead of 131 s
-// with a 37.5 s shortest window).
-constexpr double kTwoDifferencesFraction = 0.5;
-// Before the drifts can tell (the first kWanderFullWindow +
-// kWanderMinDifferences shortest windows, 131 s by default), the longest
+// Before the drifts can tell (the first DriftWander::kFullWindowFraction +
+// kMinDifferences shortest windows, 131 s by default), the longest
 // level's errors against the short references tell a linear clock: under a
 // random-walk wander σ a line fitted over a span S misses the newest offset
 // by about kFitErrorScale σ² S³ in mean square (measured: 0.026 on 109 with
@@ -84,18 +78,9 @@ constexpr double kFitErrorScale = 0.025;
 constexpr double kEarlyNegligibleWanderFraction = 0.2;
 constexpr int kEarlyMinCheckpoints = 2;
 constexpr double kEarlyMinSpanFraction = 0.75;
-// The home's wander is the allowance or, when smaller, this upper
-// confidence bound of the wander the drifts show: the 95 % one (the normal
-// quantile of 5 %, for the chi-squared quantile; the 90 % one moved W* on
-// clocks that wander as the allowance says: 111 0.92 → 0.95 × the best
-// fixed window), never below kMinHomeWander (ppb/√s).
-constexpr double kWanderBoundZ = 1.645;
+// The home's wander is the allowance or, when smaller, the drifts' upper
+// bound (DriftWander::UpperBound), never below this (ppb/√s).
 constexpr double kMinHomeWander = 1e-6;
-// Each new drift difference of a level weighs this much more than the last.
-constexpr double kWanderDecay = 0.95;
-// A level's drift is sampled only while its samples span this fraction of
-// its window.
-constexpr double kWanderFullWindow = 0.5;
 
 // The references' wander (reference_wander.h) moves the home once it has
 // this many independent readings, outside its estimate ± this many
@@ -156,7 +141,7 @@ AdaptiveWindowEstimator::AdaptiveWindowEstimator(const AdaptiveConfig& config)
   scores_.assign(pairs, PairedScore());
   reference_ns_ = std::max<int64_t>(1, levels_.back()->config().window_ns / 2);
   early_wander_ns_ = static_cast<int64_t>(
-      (kWanderFullWindow + kWanderMinDifferences) *
+      (DriftWander::kFullWindowFraction + DriftWander::kMinDifferences) *
       static_cast<double>(levels_.back()->config().window_ns));
   long_reference_ns_ = kLongReferenceFactor * reference_ns_;
   for (int a = 0; a < candidates_; ++a) {
@@ -455,19 +440,27 @@ void AdaptiveWindowEstimator::Select(
   };
   // The home, or the nearest eligible candidate to it: shorter first when
   // the home's own levels are young (a bend cut them), longer first
-  // otherwise (congestion blows up the short windows first).
+  // otherwise (congestion blows up the short windows first). With none
+  // eligible, the nearest whose levels are not young: a congested level's
+  // bound still holds (delays only widen it), but a young one rests on a
+  // few samples, or was cut alone by a bend it cannot hold (a longer
+  // level's blow-up makes every shorter one ineligible, and the longest,
+  // cut alone, then answered through a steep swing far outside its bound).
   int home = home_;
   if (!candidate_eligible(home)) {
     const bool shorter_first = young[home / 2] || young[(home + 1) / 2];
     const int step = shorter_first ? 1 : -1;
-    int found = -1;
-    for (int d = 1; d < candidates_ && found < 0; ++d) {
-      for (const int c : {home + step * d, home - step * d}) {
-        if (c >= 0 && c < candidates_ && candidate_eligible(c)) {
-          found = c;
-          break;
+    auto nearest = [&](auto usable) {
+      for (int d = 0; d < candidates_; ++d) {
+        for (const int c : {home + step * d, home - step * d}) {
+          if (c >= 0 && c < candidates_ && usable(c)) return c;
         }
       }
+      return -1;
+    };
+    int found = nearest(candidate_eligible);
+    if (found < 0) {
+      found = nearest([&](int c) { return !young[c / 2] && !young[(c + 1) / 2]; });
     }
     home = std::max(found, 0);
   }
@@ -516,57 +509,6 @@ void AdaptiveWindowEstimator::Select(
   longer_weight_ = selected_ - position / 2;
 }
 
-void AdaptiveWindowEstimator::WanderTrack::Record(const TimeEstimate& estimate,
-                                                  int64_t span_ns,
-                                                  int64_t window_ns,
-                                                  int64_t at_x) {
-  // Only windows at least half full: a young one rests on a few samples.
-  if (estimate.state == SyncState::kUnsynced ||
-      static_cast<double>(span_ns) <
-          kWanderFullWindow * static_cast<double>(window_ns)) {
-    return;
-  }
-  if (!have_drift) {
-    have_drift = true;
-    x = at_x;
-    drift_ppb = estimate.drift_ppb;
-    return;
-  }
-  const int64_t elapsed = at_x - x;
-  if (elapsed < window_ns) return;
-  const double change = estimate.drift_ppb - drift_ppb;
-  sum = sum * kWanderDecay +
-        change * change / (static_cast<double>(elapsed) * 1e-9);
-  // Two window means of a random-walk frequency T apart differ by
-  // σ² (T − W/3) in variance.
-  sum_corrected =
-      sum_corrected * kWanderDecay +
-      change * change /
-          (static_cast<double>(elapsed - window_ns / 3) * 1e-9);
-  weight = weight * kWanderDecay + 1;
-  weight2 = weight2 * kWanderDecay * kWanderDecay + 1;
-  ++count;
-  x = at_x;
-  drift_ppb = estimate.drift_ppb;
-}
-
-double AdaptiveWindowEstimator::WanderTrack::UpperBound() const {
-  if (count < 2) return std::numeric_limits<double>::infinity();
-  const double n = std::min<double>(count, weight * weight / weight2);
-  // The chi-squared distribution's 5 % quantile over n (Wilson–Hilferty).
-  const double c = 2 / (9 * n);
-  const double q = std::pow(1 - c - kWanderBoundZ * std::sqrt(c), 3);
-  if (q <= 0) return std::numeric_limits<double>::infinity();
-  return std::sqrt(sum_corrected / weight / q);
-}
-
-bool AdaptiveWindowEstimator::WanderTrack::Negligible(double limit) const {
-  if (count < kWanderMinDifferences - 1) return false;
-  const double l =
-      count >= kWanderMinDifferences ? limit : limit * kTwoDifferencesFraction;
-  return sum / weight < l * l;
-}
-
 void AdaptiveWindowEstimator::RecordDrifts(
     const std::array<TimeEstimate, kMaxLevels>& now, int64_t x) {
   for (size_t k = 0; k < levels_.size(); ++k) {
@@ -586,8 +528,8 @@ bool AdaptiveWindowEstimator::WanderNegligible(int64_t x) const {
 
 bool AdaptiveWindowEstimator::EarlyWanderNegligible(int64_t x) const {
   if (x - first_x_ > early_wander_ns_) return false;
-  for (const WanderTrack& w : wander_) {
-    if (w.count >= kWanderMinDifferences) return false;
+  for (const DriftWander& w : wander_) {
+    if (w.count() >= DriftWander::kMinDifferences) return false;
   }
   const double limit =
       kEarlyNegligibleWanderFraction * config_.base.wander_ppb_per_sqrt_s;
@@ -610,7 +552,7 @@ int AdaptiveWindowEstimator::HomeCandidate(int64_t x) {
   // The allowance is an upper bound of the wander; the drifts may bound
   // it tighter.
   home_wander_ppb_ = config_.base.wander_ppb_per_sqrt_s;
-  for (const WanderTrack& w : wander_) {
+  for (const DriftWander& w : wander_) {
     home_wander_ppb_ = std::min(home_wander_ppb_, w.UpperBound());
   }
   // The references measure the wander with their own noise taken out
@@ -623,6 +565,9 @@ int AdaptiveWindowEstimator::HomeCandidate(int64_t x) {
     const double upper = std::sqrt(std::max(0.0, s2 + e));
     const double lower = std::sqrt(std::max(0.0, s2 - e));
     const double allowance = config_.base.wander_ppb_per_sqrt_s;
+    // The bound, too, widens when the clock wanders faster than the
+    // allowance: by the interval's lower end (see Answer).
+    bound_wander_ratio_ = std::max(1.0, lower / allowance);
     home_wander_ppb_ = lower > allowance
                            ? lower
                            : std::min(home_wander_ppb_,
@@ -717,12 +662,13 @@ AddResult AdaptiveWindowEstimator::Add(const ProbeSample& s) {
     // cannot be checked against samples after it, nor drifts compared.
     pending_.clear();
     reference_wander_.Reset();
-    for (WanderTrack& w : wander_) w.have_drift = false;
+    bound_wander_ratio_ = 1;
+    for (DriftWander& w : wander_) w.Restart();
     have_lone_cut_.fill(false);
   } else {
     for (size_t k = 0; k < levels_.size(); ++k) {
       if (!level_cut[k]) continue;
-      wander_[k].have_drift = false;
+      wander_[k].Restart();
       lone_cut_x_[k] = s.t4_ns;
       have_lone_cut_[k] = true;
     }
@@ -759,8 +705,8 @@ AddResult AdaptiveWindowEstimator::Add(const ProbeSample& s) {
     RecordRanges();
     home_ = HomeCandidate(x);
   }
-  last_estimate_ =
-      Answer(now[selected_], now[std::max(0, selected_ - 1)], x);
+  last_estimate_ = Answer(now[selected_], allowance[selected_],
+                          now[std::max(0, selected_ - 1)], x);
   last_estimate_x_ = x;
   have_last_estimate_ = true;
   return result;
@@ -770,15 +716,27 @@ TimeEstimate AdaptiveWindowEstimator::Estimate(int64_t local_ns) const {
   if (have_last_estimate_ && local_ns == last_estimate_x_) {
     return last_estimate_;
   }
-  const TimeEstimate e = levels_[selected_]->Estimate(local_ns);
-  if (longer_weight_ == 0 || e.state == SyncState::kUnsynced) return e;
-  return Answer(e, levels_[selected_ - 1]->Estimate(local_ns), local_ns);
+  double allowance_ns = 0;
+  const TimeEstimate e = levels_[selected_]->Estimate(local_ns, &allowance_ns);
+  return Answer(e, allowance_ns,
+                longer_weight_ == 0 ? e : levels_[selected_ - 1]->Estimate(local_ns),
+                local_ns);
 }
 
 TimeEstimate AdaptiveWindowEstimator::Answer(const TimeEstimate& selected,
+                                             double allowance_ns,
                                              const TimeEstimate& longer,
                                              int64_t local_ns) const {
   TimeEstimate e = selected;
+  // The level's allowance is the configured wander's; where the
+  // references show the clock wandering faster, the bound widens by as
+  // much more.
+  if (e.state != SyncState::kUnsynced && bound_wander_ratio_ > 1) {
+    const int64_t extra =
+        std::llround((bound_wander_ratio_ - 1) * allowance_ns);
+    e.earliest_ns -= extra;
+    e.latest_ns += extra;
+  }
   if (longer_weight_ == 0 || e.state == SyncState::kUnsynced) return e;
   // Between two levels, inside the answering (shorter) level's bound.
   if (longer.state == SyncState::kUnsynced) return e;

@@ -73,6 +73,10 @@
 //    (a longer route), not an episode: the intervals are dropped and the
 //    limit is learnt afresh; so is a range blown up that long, which is
 //    judged afresh (blown ranges never enter the median it is judged by).
+//    With no candidate eligible, the nearest to the home whose levels are
+//    not young answers (a congested level's bound still holds; a young
+//    one rests on a few samples, or was cut alone by a bend it cannot
+//    hold), and the longest only when every level is young.
 // 5. Home. Before any evidence, and whenever it is not significant, the
 //    answer comes from a home candidate: the window where the error the
 //    wander σ (ppb/√s) predicts over a window W (∝ σ W^1.5) meets the
@@ -131,7 +135,11 @@
 //    longest window 40–75 s earlier).
 //
 // The answering level's bound is its own (each level's bound is valid
-// alone), and its estimate lies inside it.
+// alone), and its estimate lies inside it; the level widens it for the
+// configured wander allowance, and where the references show the clock
+// wandering faster (the lower end of their interval above the allowance,
+// step 5: a swing far steeper than the allowance reads as a wander of
+// tens of ppb/√s), it widens by as much more.
 //
 // Costs about `levels` times a TwoHullEstimator per sample plus a few
 // hundred ns (see //hull:estimator_benchmark).
@@ -146,6 +154,7 @@
 #include <string>
 #include <vector>
 
+#include "hull/drift_wander.h"
 #include "hull/estimator.h"
 #include "hull/reference_wander.h"
 #include "hull/round_trips.h"
@@ -258,9 +267,9 @@ class AdaptiveWindowEstimator final : public Estimator {
   int HomeCandidate(int64_t x);
   // The answer from the answering level's estimate and the next longer
   // level's (used when the candidate is their mean), both at local_ns.
-  TimeEstimate Answer(const TimeEstimate& selected, const TimeEstimate& longer,
-                      int64_t local_ns) const;
-  // Samples each level's drift a window apart (see drift_x_).
+  TimeEstimate Answer(const TimeEstimate& selected, double allowance_ns,
+                      const TimeEstimate& longer, int64_t local_ns) const;
+  // Samples each level's drift a window apart (see wander_).
   void RecordDrifts(const std::array<TimeEstimate, kMaxLevels>& now, int64_t x);
   // True when the drifts show the clock wandering far less than the
   // configured allowance (a linear clock at this noise level).
@@ -318,31 +327,8 @@ class AdaptiveWindowEstimator final : public Estimator {
   // eligibility.
   RoundTrips round_trips_;
   ReferenceWander reference_wander_;
-  // Measured wander: a window's drift is sampled a window T apart (two
-  // disjoint sets of samples); Σ w (Δβ)² / T over those differences
-  // (ppb²/s), and Σ w. An upper bound of the clock's wander (the drifts'
-  // own noise only adds to it).
-  struct WanderTrack {
-    int64_t x = 0;          // When the drift was last sampled.
-    double drift_ppb = 0;   // The drift then.
-    bool have_drift = false;
-    double sum = 0;         // Σ w (Δβ)² / T
-    double weight = 0;      // Σ w
-    double weight2 = 0;     // Σ w²
-    // Σ w (Δβ)² / (T − W/3): an unbiased σ² for a random walk, plus the
-    // drifts' own noise.
-    double sum_corrected = 0;
-    int count = 0;          // Differences taken.
-    // Samples `estimate` (of a window `window_ns` long spanning `span_ns`).
-    void Record(const TimeEstimate& estimate, int64_t span_ns,
-                int64_t window_ns, int64_t x);
-    // True when the differences show a wander below `limit` (ppb/√s).
-    bool Negligible(double limit) const;
-    // A 95 % upper confidence bound of the wander (ppb/√s), infinite
-    // before 2 differences.
-    double UpperBound() const;
-  };
-  std::array<WanderTrack, kMaxLevels> wander_{};
+  // Each level's drifts, sampled a window apart (drift_wander.h).
+  std::array<DriftWander, kMaxLevels> wander_{};
   // The longest level's errors against the short references while the
   // drifts cannot tell the wander yet: Σ e² (ns²), Σ S³ (s³, S its span),
   // and how many (see EarlyWanderNegligible).
@@ -376,6 +362,9 @@ class AdaptiveWindowEstimator final : public Estimator {
   bool have_last_estimate_ = false;
   int home_ = 0;       // The home candidate.
   double home_wander_ppb_ = 0;  // See home_wander_ppb().
+  // The references' wander over the allowance, when above it (at least
+  // 1): the answer's bound widens by this times the level's allowance.
+  double bound_wander_ratio_ = 1;
   // Where W* falls among the candidates (home_ is the nearest).
   double home_position_ = 0;
   // The answer is the selected level's estimate moved this far towards the

@@ -52,7 +52,9 @@ struct EstimatorConfig {
   // widened by wander * (S + D)^1.5 ns, where S is the window's span and D
   // the time since the newest sample, both in seconds: about three standard
   // deviations of how far a randomly walking clock strays from a line over
-  // that time. 0 gives the exact bound for a linear clock.
+  // that time. 0 gives the exact bound for a linear clock. The adaptive
+  // estimator widens its answer's bound further where its references show
+  // the clock wandering faster (adaptive_estimator.h).
   double wander_ppb_per_sqrt_s = 1.0;
   // How long the state stays kRecovering after an inconsistency.
   int64_t recovery_hold_ns = 10'000'000'000;
