@@ -266,7 +266,9 @@ class AdaptiveWindowEstimator final : public Estimator {
   // wander allowance call for (see the header). Records the spread.
   int HomeCandidate(int64_t x);
   // The answer from the answering level's estimate and the next longer
-  // level's (used when the candidate is their mean), both at local_ns.
+  // level's (used when the candidate is their mean), both at local_ns;
+  // allowance_ns is the answering level's wander allowance there, which
+  // the bound adds again (bound_wander_ratio_ − 1) times.
   TimeEstimate Answer(const TimeEstimate& selected, double allowance_ns,
                       const TimeEstimate& longer, int64_t local_ns) const;
   // Samples each level's drift a window apart (see wander_).
