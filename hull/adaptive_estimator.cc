@@ -43,6 +43,18 @@ constexpr double kEligibleSpanFraction = 0.5;
 // recent ones is left out. Needs this many widths before it judges.
 constexpr double kPurityFactor = 3.0;
 constexpr int kPurityMinWidths = 8;
+// Extrapolated candidates (see the header, step 3): a line fitted over W
+// to a clock whose frequency bends at c ppb/s lags the newest offset by
+// about c W² / 12, four times as much over 2W, so the shorter level's
+// estimate moved a third of the way away from the longer one's,
+// (4 θ_W − θ_2W) / 3, has no such lag; it has about 1.3 times the
+// shorter level's noise, and answers only when it has predicted better
+// than the incumbent and the home by this many standard errors (with the
+// others' 1.5, 114 1.051 × the best fixed window instead of 1.044, 107
+// 0.411 × instead of 0.389: it answered through the flat parts of the
+// swings too).
+constexpr double kExtrapolationWeight = -1.0 / 3;
+constexpr double kExtrapolationConfidenceZ = 2.5;
 // The long reference runs this many times D: its minima come from this many
 // times more samples, so it is that much less noisy where the jitter is
 // large against the rate (1 probe/s), and it is late by as much, which
@@ -129,7 +141,8 @@ AdaptiveWindowEstimator::AdaptiveWindowEstimator(const AdaptiveConfig& config)
     c.window_ns = config.base.window_ns >> k;
     levels_.push_back(std::make_unique<TwoHullEstimator>(c));
   }
-  candidates_ = 2 * config.levels - 1;
+  blends_ = 2 * config.levels - 1;
+  candidates_ = blends_ + config.levels - 1;
   home_wander_ppb_ = config.base.wander_ppb_per_sqrt_s;
   bound_cache_.assign(static_cast<size_t>(2 * candidates_ * candidates_), 0);
   bound_valid_.assign(bound_cache_.size(), 0);
@@ -146,18 +159,17 @@ AdaptiveWindowEstimator::AdaptiveWindowEstimator(const AdaptiveConfig& config)
   long_reference_ns_ = kLongReferenceFactor * reference_ns_;
   for (int a = 0; a < candidates_; ++a) {
     for (int b = 0; b < candidates_; ++b) {
-      // Candidate c leans on levels c / 2 and (c + 1) / 2; the shorter
-      // window is the latter's.
       const int64_t shorter = std::min(
-          levels_[(a + 1) / 2]->config().window_ns,
-          levels_[(b + 1) / 2]->config().window_ns);
+          levels_[ShorterLevel(a)]->config().window_ns,
+          levels_[ShorterLevel(b)]->config().window_ns);
       kind_[a][b] = shorter >= kLongPairWindows * long_reference_ns_ ? 1 : 0;
       overlap_[Pair(a, b)] = std::max(
           kCheckpointOverlap * (kind_[a][b] == 1 ? kLongReferenceFactor : 1),
           static_cast<double>(shorter) /
               (kCorrelationFactor * static_cast<double>(reference_ns_)));
-      const int64_t longer = std::max(levels_[a / 2]->config().window_ns,
-                                      levels_[b / 2]->config().window_ns);
+      const int64_t longer =
+          std::max(levels_[LongerLevel(a)]->config().window_ns,
+                   levels_[LongerLevel(b)]->config().window_ns);
       home_overlap_[Pair(a, b)] = std::max(
           overlap_[Pair(a, b)],
           static_cast<double>(longer) /
@@ -168,6 +180,10 @@ AdaptiveWindowEstimator::AdaptiveWindowEstimator(const AdaptiveConfig& config)
 
 int64_t AdaptiveWindowEstimator::selected_window_ns() const {
   return levels_[selected_]->config().window_ns;
+}
+
+double AdaptiveWindowEstimator::LongerWeight(int c) const {
+  return c >= blends_ ? kExtrapolationWeight : (c % 2 == 0 ? 0.0 : 0.5);
 }
 
 int AdaptiveWindowEstimator::PairKind(int a, int b) const {
@@ -212,7 +228,8 @@ double AdaptiveWindowEstimator::ComputePairedUpperBound(
   if (effective < kMinEffectiveCheckpoints) {
     return std::numeric_limits<double>::infinity();
   }
-  return mean + kConfidenceZ * std::sqrt(variance / effective);
+  const double z = a >= blends_ ? kExtrapolationConfidenceZ : kConfidenceZ;
+  return mean + z * std::sqrt(variance / effective);
 }
 
 bool AdaptiveWindowEstimator::IsPure(double width_ns, int kind) {
@@ -294,21 +311,42 @@ void AdaptiveWindowEstimator::UpdateCheckpoints(const ProbeSample& s,
   for (Checkpoint& c : pending_) {
     // The short reference takes samples until it is scored, the long one
     // until the checkpoint leaves.
-    for (int kind = c.short_scored ? 1 : 0; kind < 2; ++kind) {
+    if (!c.short_scored) {
       if (s.t1_ns >= c.x) {
-        const double y = static_cast<double>(request_y) -
-                         c.slope * static_cast<double>(s.t1_ns - c.x);
-        c.upper[kind] = c.has_upper[kind] ? std::min(c.upper[kind], y) : y;
-        c.has_upper[kind] = true;
+        c.requests.Add(static_cast<double>(s.t1_ns - c.x),
+                       static_cast<double>(request_y));
       }
       if (s.t4_ns > c.x) {
-        const double y = static_cast<double>(response_y) -
-                         c.slope * static_cast<double>(s.t4_ns - c.x);
-        c.lower[kind] = c.has_lower[kind] ? std::max(c.lower[kind], y) : y;
-        c.has_lower[kind] = true;
+        c.responses.Add(static_cast<double>(s.t4_ns - c.x),
+                        static_cast<double>(response_y));
       }
     }
+    if (s.t1_ns >= c.x) {
+      const double y = static_cast<double>(request_y) -
+                       c.slope * static_cast<double>(s.t1_ns - c.x);
+      c.upper[1] = c.has_upper[1] ? std::min(c.upper[1], y) : y;
+      c.has_upper[1] = true;
+    }
+    if (s.t4_ns > c.x) {
+      const double y = static_cast<double>(response_y) -
+                       c.slope * static_cast<double>(s.t4_ns - c.x);
+      c.lower[1] = c.has_lower[1] ? std::max(c.lower[1], y) : y;
+      c.has_lower[1] = true;
+    }
     if (!c.short_scored && s.t4_ns >= c.due_x) {
+      // Projected with the answer's slope now, not at x: on a bend the
+      // answer's slope lags (by c W / 2 for a window W), and a slope from
+      // before the reference's seconds biases it the way the bend goes,
+      // which favours whatever lags less (the slope now is centred on x
+      // for the shortest window).
+      if (!c.requests.empty() && !c.responses.empty()) {
+        const double slope = last_estimate_.drift_ppb * 1e-9;
+        c.upper[0] = c.requests.Extreme(slope);
+        c.lower[0] = c.responses.Extreme(slope);
+        c.has_upper[0] = c.has_lower[0] = true;
+      }
+      c.requests.Clear();
+      c.responses.Clear();
       ScoreCheckpoint(c, 0);
       c.short_scored = true;
     }
@@ -436,7 +474,7 @@ void AdaptiveWindowEstimator::Select(
   // A candidate is eligible when its levels are (a mean: both). With none
   // (every level young), the longest answers.
   auto candidate_eligible = [&](int c) {
-    return eligible[c / 2] && eligible[(c + 1) / 2];
+    return eligible[LongerLevel(c)] && eligible[ShorterLevel(c)];
   };
   // The home, or the nearest eligible candidate to it: shorter first when
   // the home's own levels are young (a bend cut them), longer first
@@ -451,16 +489,18 @@ void AdaptiveWindowEstimator::Select(
     const bool shorter_first = young[home / 2] || young[(home + 1) / 2];
     const int step = shorter_first ? 1 : -1;
     auto nearest = [&](auto usable) {
-      for (int d = 0; d < candidates_; ++d) {
+      for (int d = 0; d < blends_; ++d) {
         for (const int c : {home + step * d, home - step * d}) {
-          if (c >= 0 && c < candidates_ && usable(c)) return c;
+          if (c >= 0 && c < blends_ && usable(c)) return c;
         }
       }
       return -1;
     };
     int found = nearest(candidate_eligible);
     if (found < 0) {
-      found = nearest([&](int c) { return !young[c / 2] && !young[(c + 1) / 2]; });
+      found = nearest([&](int c) {
+        return !young[LongerLevel(c)] && !young[ShorterLevel(c)];
+      });
     }
     home = std::max(found, 0);
   }
@@ -499,11 +539,16 @@ void AdaptiveWindowEstimator::Select(
     // level: the blend with the next longer one only adds its lag).
     const int towards = home_position_ < home ? home - 1 : home + 1;
     const bool neighbour_worse =
-        towards >= 0 && towards < candidates_ &&
+        towards >= 0 && towards < blends_ &&
         PairedUpperBound(home, towards) < 0;
     if (eligible[longer] && eligible[shorter] && !neighbour_worse) {
       position = home_position_;
     }
+  }
+  if (best >= blends_) {  // An extrapolation: no blend around W*.
+    selected_ = ShorterLevel(best);
+    longer_weight_ = LongerWeight(best);
+    return;
   }
   selected_ = static_cast<int>(std::ceil(position / 2));
   longer_weight_ = selected_ - position / 2;
@@ -592,7 +637,7 @@ int AdaptiveWindowEstimator::HomeCandidate(int64_t x) {
   const double longest_s =
       static_cast<double>(levels_[0]->config().window_ns) * 1e-9;
   home_position_ = std::clamp(2 * std::log2(longest_s / home_s), 0.0,
-                              static_cast<double>(candidates_ - 1));
+                              static_cast<double>(blends_ - 1));
   const int home = static_cast<int>(std::lround(home_position_));
   // A clock that wanders far less than the allowance is at home in the
   // longest window, unless that window has predicted significantly worse
@@ -698,7 +743,9 @@ AddResult AdaptiveWindowEstimator::Add(const ProbeSample& s) {
       level[k] = static_cast<double>(e.offset_ns - anchor_y_);
     }
     for (int i = 0; i < candidates_; ++i) {
-      c.predicted[i] = (level[i / 2] + level[(i + 1) / 2]) / 2;
+      const double shorter = level[ShorterLevel(i)];
+      c.predicted[i] =
+          shorter + LongerWeight(i) * (level[LongerLevel(i)] - shorter);
     }
     pending_.push_back(c);
     next_checkpoint_x_ = x + reference_ns_ / 2;
