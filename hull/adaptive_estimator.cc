@@ -765,9 +765,9 @@ TimeEstimate AdaptiveWindowEstimator::Estimate(int64_t local_ns) const {
   }
   double allowance_ns = 0;
   const TimeEstimate e = levels_[selected_]->Estimate(local_ns, &allowance_ns);
-  return Answer(e, allowance_ns,
-                longer_weight_ == 0 ? e : levels_[selected_ - 1]->Estimate(local_ns),
-                local_ns);
+  const TimeEstimate longer =
+      longer_weight_ == 0 ? e : levels_[selected_ - 1]->Estimate(local_ns);
+  return Answer(e, allowance_ns, longer, local_ns);
 }
 
 TimeEstimate AdaptiveWindowEstimator::Answer(const TimeEstimate& selected,
