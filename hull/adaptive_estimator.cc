@@ -111,24 +111,6 @@ constexpr double kCongestedFraction = 0.75;
 // congested time the last one's longer window reaches; one per interval).
 constexpr int kCleanWindowSteps = 8;
 
-// The first `count` entries of `sorted` hold a ring's values in order;
-// the ring's next slot is overwritten: when `full`, its old value `out`
-// leaves, and `in` enters. Same values as sorting the ring afresh.
-template <size_t N>
-void ReplaceSorted(std::array<double, N>* sorted, int count, bool full,
-                   double out, double in) {
-  double* begin = sorted->data();
-  double* end = begin + count;
-  if (full) {
-    double* old = std::lower_bound(begin, end, out);
-    std::copy(old + 1, end, old);
-    --end;
-  }
-  double* at = std::upper_bound(begin, end, in);
-  std::copy_backward(at, end, end + 1);
-  *at = in;
-}
-
 }  // namespace
 
 AdaptiveWindowEstimator::AdaptiveWindowEstimator(const AdaptiveConfig& config)
@@ -147,7 +129,6 @@ AdaptiveWindowEstimator::AdaptiveWindowEstimator(const AdaptiveConfig& config)
   bound_cache_.assign(static_cast<size_t>(2 * candidates_ * candidates_), 0);
   bound_valid_.assign(bound_cache_.size(), 0);
   ranges_.resize(levels_.size());
-  ranges_sorted_.resize(levels_.size());
   const size_t pairs = static_cast<size_t>(candidates_ * candidates_);
   overlap_.assign(pairs, 0);
   home_overlap_.assign(pairs, 0);
@@ -233,18 +214,11 @@ double AdaptiveWindowEstimator::ComputePairedUpperBound(
 }
 
 bool AdaptiveWindowEstimator::IsPure(double width_ns, int kind) {
-  std::array<double, 31>& widths = widths_[kind];
-  std::array<double, 31>& sorted = widths_sorted_[kind];
-  const int size = static_cast<int>(widths.size());
-  ReplaceSorted(&sorted, widths_count_[kind],
-                widths_count_[kind] == size, widths[widths_next_[kind]],
-                width_ns);
-  widths[widths_next_[kind]] = width_ns;
-  widths_next_[kind] = (widths_next_[kind] + 1) % size;
-  const int count = widths_count_[kind] = std::min(widths_count_[kind] + 1, size);
-  if (count < kPurityMinWidths) return true;
-  const double minimum = sorted[0];
-  const double median = sorted[count / 2];
+  RecentValues<31>& widths = widths_[kind];
+  widths.Add(width_ns);
+  if (widths.count() < kPurityMinWidths) return true;
+  const double minimum = widths.min();
+  const double median = widths.median();
   return width_ns <= median + kPurityFactor * (median - minimum);
 }
 
@@ -394,7 +368,7 @@ void AdaptiveWindowEstimator::Select(
         static_cast<double>(e.latest_ns - e.earliest_ns) - 2 * allowance[k];
   }
   for (size_t k = 1; k < levels_.size(); ++k) {
-    if (young[k] || ranges_count_ < kPurityMinWidths) continue;
+    if (young[k] || ranges_count() < kPurityMinWidths) continue;
     const double range = hull_range[k];
     // Only a level that has had a whole window since the windows began
     // filling (or were cut) can lose its low-delay samples to congestion.
@@ -433,8 +407,7 @@ void AdaptiveWindowEstimator::Select(
                 static_cast<double>(levels_[0]->config().window_ns)) {
       continue;
     }
-    ranges_count_ = 0;
-    ranges_next_ = 0;
+    for (RecentValues<31>& r : ranges_) r.Clear();
     have_blown_.fill(false);
     blown_now.fill(false);
     for (size_t j = 0; j < levels_.size(); ++j) {
@@ -455,7 +428,7 @@ void AdaptiveWindowEstimator::Select(
           static_cast<double>(x - blown_x_[k]) >=
               kCleanWindowFraction *
                   static_cast<double>(levels_[k]->config().window_ns);
-      const bool range_ok = ranges_count_ < kPurityMinWidths ||
+      const bool range_ok = ranges_count() < kPurityMinWidths ||
                             hull_range[k] <=
                                 kEligibleRangeRatio * median_range_[k];
       uncongested = uncongested && range_ok && clean && !blown_now[k];
@@ -653,16 +626,9 @@ int AdaptiveWindowEstimator::HomeCandidate(int64_t x) {
 }
 
 void AdaptiveWindowEstimator::RecordRanges() {
-  const int n = static_cast<int>(ranges_[0].size());
   for (size_t k = 0; k < levels_.size(); ++k) {
-    ReplaceSorted(&ranges_sorted_[k], ranges_count_, ranges_count_ == n,
-                  ranges_[k][ranges_next_], current_range_[k]);
-    ranges_[k][ranges_next_] = current_range_[k];
-  }
-  ranges_next_ = (ranges_next_ + 1) % n;
-  ranges_count_ = std::min(ranges_count_ + 1, n);
-  for (size_t k = 0; k < levels_.size(); ++k) {
-    median_range_[k] = std::max(ranges_sorted_[k][ranges_count_ / 2], 1.0);
+    ranges_[k].Add(current_range_[k]);
+    median_range_[k] = std::max(ranges_[k].median(), 1.0);
   }
 }
 

@@ -173,6 +173,7 @@
 #include "hull/convex_chain.h"
 #include "hull/drift_wander.h"
 #include "hull/estimator.h"
+#include "hull/recent_values.h"
 #include "hull/reference_wander.h"
 #include "hull/round_trips.h"
 #include "hull/two_hull_estimator.h"
@@ -333,11 +334,7 @@ class AdaptiveWindowEstimator final : public Estimator {
   std::deque<Checkpoint> pending_;
   int64_t next_checkpoint_x_ = 0;
   // The last reference widths of each kind, for the purity test (rings).
-  std::array<std::array<double, 31>, 2> widths_{};
-  std::array<int, 2> widths_count_{};
-  // The same widths sorted (the first widths_count_ entries).
-  std::array<std::array<double, 31>, 2> widths_sorted_{};
-  std::array<int, 2> widths_next_{};
+  std::array<RecentValues<31>, 2> widths_{};
   // Scores: weights shared by the pairs of one reference kind.
   std::array<double, 2> weight_sum_{};   // Σ w
   std::array<double, 2> weight_sum2_{};  // Σ w²
@@ -345,14 +342,11 @@ class AdaptiveWindowEstimator final : public Estimator {
   std::array<uint64_t, 2> scored_{};
   // scores_[a][b]: d = (θ_a − ref)² − (θ_b − ref)², over candidates.
   std::vector<PairedScore> scores_;  // By pair, as overlap_.
-  // Each level's hull range at recent checkpoints (rings), for
-  // eligibility: a level whose range is over kEligibleRangeRatio times its
-  // recent median has lost its low-delay samples.
-  std::vector<std::array<double, 31>> ranges_;  // By level.
-  // The same ranges sorted (the first ranges_count_ entries), for medians.
-  std::vector<std::array<double, 31>> ranges_sorted_;
-  int ranges_count_ = 0;
-  int ranges_next_ = 0;
+  // Each level's hull range at recent checkpoints, for eligibility: a
+  // level whose range is over kEligibleRangeRatio times its recent median
+  // has lost its low-delay samples. All levels record together.
+  std::vector<RecentValues<31>> ranges_;  // By level.
+  int ranges_count() const { return ranges_[0].count(); }
   std::array<double, kMaxLevels> median_range_{};
   std::array<double, kMaxLevels> current_range_{};  // At the newest sample.
   uint64_t checkpoints_scored_ = 0;
