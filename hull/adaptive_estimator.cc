@@ -234,11 +234,11 @@ void AdaptiveWindowEstimator::ScoreCheckpoint(const Checkpoint& c, int kind) {
   }
   if (kind == 0) ++checkpoints_scored_;
   const double reference = (c.upper[kind] + c.lower[kind]) / 2;
-  // Its slope projected the reference's samples back to c.x: only once
-  // the windows have filled the shortest one is it good enough.
-  // Not one whose samples, or the answer before it, a congestion episode
-  // delayed (its offset is biased, and would read as wander).
-  if (kind == 0 && c.longest_span_ns >= levels_.back()->config().window_ns &&
+  // The references measure the wander from the first one on (computed
+  // when scored, with the answer's slope then, the early ones are as good
+  // as the later), but not one whose samples, or the answer before it, a
+  // congestion episode delayed (its offset is biased: it reads as wander).
+  if (kind == 0 &&
       !(round_trips_.congested_intervals() > 0 &&
         round_trips_.CongestedNs(c.x - reference_ns_, c.due_x) > 0)) {
     reference_wander_.Add(c.x, reference);
