@@ -105,9 +105,9 @@
 //    least 2 differences). The references measure σ with their own noise
 //    taken out (ReferenceWander, reference_wander.h: how far the middle
 //    of three references misses the chord of the outer two, at spacings
-//    of D to 16 D; those of the first shortest window, whose slope
-//    projected them poorly, and those a congestion episode touched are
-//    left out): once they count 4 independent readings, the allowance
+//    of D to 16 D, from the first reference on; those a congestion
+//    episode touched are left out): once they count 4 independent
+//    readings, the allowance
 //    stands only inside their σ² ± 1 standard error; outside it the
 //    nearer end does, below the allowance (and below the drifts' bound)
 //    or above it (a clock wandering faster than the allowance: a shorter

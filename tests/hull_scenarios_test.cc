@@ -195,7 +195,7 @@ TEST(AccuracyTableTest, ShortForm) {
 // 102's network on a clock that wanders as the allowance says: what 102's
 // miss buys (docs/ACCURACY.md). In its first minutes it looks like 102,
 // which needs the longest window; here the allowance's home is right and
-// the longest window is several times worse (10 seeds: adaptive 91 ns,
+// the longest window is several times worse (10 seeds: adaptive 90 ns,
 // 75 s 99 ns, 600 s 615 ns). A selector that jumped to the longest window
 // early to hold 102 fails this.
 TEST(AccuracyTableTest, AllowancesHomeHoldsOn102sWanderingTwin) {
