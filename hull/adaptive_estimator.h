@@ -107,9 +107,8 @@
 //    of three references misses the chord of the outer two, at spacings
 //    of D to 16 D, from the first reference on; those a congestion
 //    episode touched are left out): once they count 4 independent
-//    readings, the allowance
-//    stands only inside their σ² ± 1 standard error; outside it the
-//    nearer end does, below the allowance (and below the drifts' bound)
+//    readings, the allowance stands only inside their σ² ± 1 standard
+//    error; outside it the nearer end does, below the allowance (and below the drifts' bound)
 //    or above it (a clock wandering faster than the allowance: a shorter
 //    home). Spread is the median round trip's excess over
 //    the minimum (ns) and rate the samples per second, both over the
