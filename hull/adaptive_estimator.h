@@ -108,11 +108,11 @@
 //    of D to 16 D, from the first reference on; those a congestion
 //    episode touched are left out): once they count 4 independent
 //    readings, the allowance stands only inside their σ² ± 1 standard
-//    error; outside it the nearer end does, below the allowance (and below the drifts' bound)
-//    or above it (a clock wandering faster than the allowance: a shorter
-//    home). Spread is the median round trip's excess over
-//    the minimum (ns) and rate the samples per second, both over the
-//    last 127 samples (the spread: the smallest at the last 4
+//    error; outside it the nearer end does, below the allowance (and
+//    below the drifts' bound) or above it (a clock wandering faster than
+//    the allowance: a shorter home). Spread is the median round trip's
+//    excess over the minimum (ns) and rate the samples per second, both
+//    over the last 127 samples (the spread: the smallest at the last 4
 //    checkpoints, and none recorded while those samples hold a congested
 //    run, so that a congestion episode's round trips do not move the
 //    home). W* counts clean time: the home window is the one that holds
