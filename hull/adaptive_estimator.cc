@@ -468,7 +468,8 @@ void AdaptiveWindowEstimator::Select(
   // cut alone, then answered through a steep swing far outside its bound).
   int home = home_;
   if (!candidate_eligible(home)) {
-    const bool shorter_first = young[home / 2] || young[(home + 1) / 2];
+    const bool shorter_first =
+        young[LongerLevel(home)] || young[ShorterLevel(home)];
     const int step = shorter_first ? 1 : -1;
     auto nearest = [&](auto usable) {
       for (int d = 0; d < blends_; ++d) {

@@ -45,14 +45,13 @@
 //    better by 2.5 standard errors instead of 1.5: through the flat parts
 //    of a swing its noise costs more than the lag it removes; 114 1.044 ×
 //    the best fixed window against 1.051 × at 1.5). Every pair (a, b) is
-//    scored by the paired
-//    difference d = (θ_a − ref)² − (θ_b − ref)², its exponentially weighted
-//    mean μ and standard error s over `score_time_constant_ns` (the
-//    checkpoints counted as independent: one per D for the short
-//    reference, per 2D for the long one, and at most one per quarter of
-//    the shorter window of the pair, over whose length the two windows'
-//    errors stay correlated). The answer
-//    moves from the incumbent b to the candidate a with the lowest
+//    scored by the paired difference d = (θ_a − ref)² − (θ_b − ref)², its
+//    exponentially weighted mean μ and standard error s over
+//    `score_time_constant_ns` (the checkpoints counted as independent: one
+//    per D for the short reference, per 2D for the long one, and at most
+//    one per quarter of the shorter window of the pair, over whose length
+//    the two windows' errors stay correlated). The answer moves from the
+//    incumbent b to the candidate a with the lowest
 //    μ + 1.5 s (2.5 s for an extrapolation), when that is negative:
 //    another candidate answers only when it is better beyond what the
 //    reference's noise explains.
@@ -110,7 +109,10 @@
 //    readings, the allowance stands only inside their σ² ± 1 standard
 //    error; outside it the nearer end does, below the allowance (and
 //    below the drifts' bound) or above it (a clock wandering faster than
-//    the allowance: a shorter home). Spread is the median round trip's
+//    the allowance: a shorter home). From 2 readings they count only
+//    where that interval lies wholly above the allowance and below 20
+//    times it: a steep swing shows that soon, and a faster wander from
+//    so few readings is the references' own noise. Spread is the median round trip's
 //    excess over the minimum (ns) and rate the samples per second, both
 //    over the last 127 samples (the spread: the smallest at the last 4
 //    checkpoints, and none recorded while those samples hold a congested

@@ -14,8 +14,6 @@ namespace clocksync::hull {
 namespace {
 
 constexpr int64_t kS = 1'000'000'000;
-// Errors count from this long after the start (the first window fills).
-constexpr int64_t kWarmupNs = 60 * kS;
 // After a clock step, a miss of the bound is allowed this long.
 constexpr int64_t kStepGraceNs = 10 * kS;
 
@@ -92,7 +90,7 @@ AccuracyResult MeasureAccuracy(const Scenario& scenario, Estimator& est) {
   while (sim.Next(&s)) {
     // Holdover: once a second between samples more than 2 s apart.
     for (int64_t t = last_true + 2 * kS;
-         t < s.true_ns - kS && last_true > kWarmupNs; t += kS) {
+         t < s.true_ns - kS && last_true > kAccuracyWarmupNs; t += kS) {
       const TimeEstimate e = est.Estimate(clock.LocalAt(t));
       if (e.state == SyncState::kUnsynced) continue;
       const int64_t truth = clock.GlobalAt(t);
@@ -103,7 +101,7 @@ AccuracyResult MeasureAccuracy(const Scenario& scenario, Estimator& est) {
     }
     last_true = s.true_ns;
     est.Add(s.sample);
-    if (s.true_ns < kWarmupNs) continue;
+    if (s.true_ns < kAccuracyWarmupNs) continue;
     const TimeEstimate e = est.Estimate(s.sample.t4_ns);
     if (e.state == SyncState::kUnsynced) continue;
     const int64_t truth = s.true_global_at_t4_ns;

@@ -26,6 +26,9 @@
 
 namespace clocksync::hull {
 
+// Errors count from this long after the start (the first window fills).
+inline constexpr int64_t kAccuracyWarmupNs = 60'000'000'000;
+
 struct AccuracyResult {
   int64_t checks = 0;
   double sum_sq_ns2 = 0;  // Sum of squared errors, ns².

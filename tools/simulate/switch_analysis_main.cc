@@ -51,8 +51,6 @@ namespace {
 
 using namespace clocksync::hull;
 
-constexpr int64_t kWarmupNs = 60'000'000'000;
-
 // One sample's errors (ns) under the longest fixed window and the
 // adaptive estimator, at true time t_s.
 struct Errors {
@@ -62,8 +60,8 @@ struct Errors {
 };
 
 struct Run {
-  std::vector<Errors> errors;                 // Every seed's samples.
-  std::vector<double> fixed_sum_sq;           // Per fixed window.
+  std::vector<Errors> errors;        // Every seed's samples.
+  std::vector<double> fixed_sum_sq;  // Per fixed window.
   double best_fixed_rms_ns() const {
     double best = INFINITY;
     for (const double s : fixed_sum_sq) {
@@ -85,10 +83,10 @@ Run Record(const Scenario& base, int seeds) {
     }
     ProbeSimulator sim(scenario.params);
     SimulatedSample s;
+    std::vector<double> error(estimators.size());
     while (sim.Next(&s)) {
       for (auto& e : estimators) e->Add(s.sample);
-      if (s.true_ns < kWarmupNs) continue;
-      std::vector<double> error(estimators.size());
+      if (s.true_ns < kAccuracyWarmupNs) continue;
       bool synced = true;
       for (size_t c = 0; c < estimators.size(); ++c) {
         const TimeEstimate e = estimators[c]->Estimate(s.sample.t4_ns);
