@@ -548,6 +548,15 @@ void AdaptiveWindowEstimator::RecordDrifts(
 bool AdaptiveWindowEstimator::WanderNegligible(int64_t x) const {
   const double limit =
       kNegligibleWanderFraction * config_.base.wander_ppb_per_sqrt_s;
+  // Once the references count, their estimate must be below the limit
+  // too: over a few hundred seconds a clock wandering as the allowance
+  // says can leave one level's drifts nearly unchanged (111 at 5 probes/s,
+  // seed 15: linear from 540 to 690 s, 387 ns against 77 for the 75 s
+  // window), while the references read it at 0.2 ± 0.2 ppb²/s.
+  if (reference_wander_.effective_count() >= kReferenceMinReadings &&
+      reference_wander_.wander2() > limit * limit) {
+    return false;
+  }
   for (size_t k = 0; k < levels_.size(); ++k) {
     if (wander_[k].Negligible(limit)) return true;
   }

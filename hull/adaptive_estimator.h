@@ -149,7 +149,10 @@
 //    wandering at σ misses by about 0.025 σ² S³ in mean square, and
 //    Σ e² below 0.025 (0.2 σ)² Σ S³ over 2 checkpoints (by 56 s) counts
 //    as linear (a kernel-stamped linear clock, 109, answers from the
-//    longest window 40–75 s earlier).
+//    longest window 40–75 s earlier). Either verdict needs the references,
+//    once they count 4 readings, to agree: their estimate of σ² below
+//    (0.1 σ)² as well (one level's drifts can stay nearly unchanged for a
+//    few hundred seconds on a clock that wanders as the allowance says).
 //
 // The answering level's bound is its own (each level's bound is valid
 // alone), and its estimate lies inside it; the level widens it for the
@@ -308,7 +311,8 @@ class AdaptiveWindowEstimator final : public Estimator {
   // Samples each level's drift a window apart (see wander_).
   void RecordDrifts(const std::array<TimeEstimate, kMaxLevels>& now, int64_t x);
   // True when the drifts show the clock wandering far less than the
-  // configured allowance (a linear clock at this noise level).
+  // configured allowance (a linear clock at this noise level), and the
+  // references, once they count, do not read more.
   bool WanderNegligible(int64_t x) const;
   // The same from the longest level's fit, before the drifts can tell.
   bool EarlyWanderNegligible(int64_t x) const;
