@@ -60,6 +60,10 @@ constexpr double kExtrapolationConfidenceZ = 2.5;
 // large against the rate (1 probe/s), and it is late by as much, which
 // only the long windows, that change slowly, can afford.
 constexpr int64_t kLongReferenceFactor = 2;
+// The references' asymmetry (reference_asymmetry.h) is learnt from this
+// many D after the start or a step on: the first references are projected
+// with the slopes of windows that hold a few seconds.
+constexpr int64_t kAsymmetryStartReferences = 4;
 // Two candidates are compared on the long reference when the shorter
 // window either leans on is at least this many long references.
 constexpr int64_t kLongPairWindows = 2;
@@ -126,7 +130,8 @@ AdaptiveWindowEstimator::AdaptiveWindowEstimator(const AdaptiveConfig& config)
     : config_(config),
       round_trips_(config.base.window_ns),
       reference_wander_(2 * config.base.window_ns,
-                        config.base.wander_ppb_per_sqrt_s) {
+                        config.base.wander_ppb_per_sqrt_s),
+      reference_asymmetry_(config.score_time_constant_ns) {
   for (int k = 0; k < config.levels; ++k) {
     EstimatorConfig c = config.base;
     c.window_ns = config.base.window_ns >> k;
@@ -242,7 +247,11 @@ void AdaptiveWindowEstimator::ScoreCheckpoint(const Checkpoint& c, int kind) {
     return;
   }
   if (kind == 0) ++checkpoints_scored_;
-  const double reference = (c.upper[kind] + c.lower[kind]) / 2;
+  // Less what unequal jitter both ways does to the middle, learnt once the
+  // first references' slopes have settled (reference_asymmetry.h).
+  const double reference = reference_asymmetry_.Reference(
+      kind, c.x, c.upper[kind], c.lower[kind], last_estimate_.drift_ppb * 1e-9,
+      c.x - start_x_ >= kAsymmetryStartReferences * reference_ns_);
   // The references measure the wander from the first one on (computed
   // when scored, with the answer's slope then, the early ones are as good
   // as the later), but not one whose samples, or the answer before it, a
@@ -695,6 +704,7 @@ AddResult AdaptiveWindowEstimator::Add(const ProbeSample& s) {
     // cannot be checked against samples after it, nor drifts compared.
     pending_.clear();
     reference_wander_.Reset();
+    reference_asymmetry_.Restart();
     bound_wander_ratio_ = 1;
     for (DriftWander& w : wander_) w.Restart();
     have_lone_cut_.fill(false);

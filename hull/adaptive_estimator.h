@@ -31,6 +31,13 @@
 //    windows of at least 4D are compared on it (its minima come from twice
 //    the samples: at 1 probe/s the short one's noise hides the difference
 //    between the long windows), the others on the short one.
+//    With more jitter one way than the other, the middle misses θ by half
+//    the difference of the two minima's excesses, more than a long
+//    window's estimate does (1.3 µs against 0.2–0.5 at 20 probes/s with
+//    1 ms of jitter one way), which favoured the short windows; that miss
+//    is learnt from how the references' middles move with their widths
+//    and taken out (ReferenceAsymmetry, reference_asymmetry.h; from 4D
+//    after the start or a step).
 // 2. Purity. A checkpoint whose reference interval is much wider than the
 //    recent ones (width > median + 3 × (median − minimum) of the last 31:
 //    a congestion episode, no low-delay sample in those D seconds) is not
@@ -178,6 +185,7 @@
 #include "hull/drift_wander.h"
 #include "hull/estimator.h"
 #include "hull/recent_values.h"
+#include "hull/reference_asymmetry.h"
 #include "hull/reference_wander.h"
 #include "hull/round_trips.h"
 #include "hull/two_hull_estimator.h"
@@ -360,6 +368,9 @@ class AdaptiveWindowEstimator final : public Estimator {
   // eligibility.
   RoundTrips round_trips_;
   ReferenceWander reference_wander_;
+  // What unequal jitter in the two directions does to the references
+  // (reference_asymmetry.h): taken out of each before it is scored.
+  ReferenceAsymmetry reference_asymmetry_;
   // Each level's drifts, sampled a window apart (drift_wander.h).
   std::array<DriftWander, kMaxLevels> wander_{};
   // The longest level's errors against the short references while the
