@@ -462,6 +462,97 @@ std::vector<Scenario> RandomScenarios(int count, uint64_t seed) {
   return out;
 }
 
+std::vector<Scenario> KindScenarios() {
+  std::vector<Scenario> out;
+  uint64_t seed = 5000;
+  auto add = [&](const std::string& name, const std::string& description,
+                 double frequency_ppm, double hz, int64_t duration_s,
+                 const DelayParams& forward, const DelayParams& backward) {
+    Scenario s{name, description, {}};
+    s.params.clock.frequency_ppm = frequency_ppm;
+    s.params.clock.wander_ppb_per_sqrt_s = 1;
+    s.params.clock.seed = seed++;
+    s.params.seed = seed++;
+    s.params.interval_ns = static_cast<int64_t>(std::llround(1e9 / hz));
+    s.params.duration_ns = duration_s * kS;
+    s.params.forward = forward;
+    s.params.backward = backward;
+    out.push_back(s);
+    return &out.back();
+  };
+  // Exponential jitter of about a millisecond at 1 probe/s (110's kind).
+  for (const double mean_ms : {0.5, 1.0, 2.0}) {
+    for (const int64_t min_us : {50, 200}) {
+      for (const int64_t minutes : {30, 60, 120}) {
+        const DelayParams d = Exponential(min_us * kUs, mean_ms * kMs);
+        add(absl::StrCat("jitter-1hz/", min_us, "us+exp(", mean_ms, "ms)/",
+                         minutes, "min"),
+            "1 ms-scale exponential jitter each way at 1 Hz", 100, 1,
+            minutes * 60, d, d);
+      }
+    }
+  }
+  // Heavy-tailed delays at 10 probes/s (111's kind).
+  for (const double alpha : {1.1, 1.5, 2.0}) {
+    for (const double scale_us : {10, 50, 100}) {
+      DelayParams d;
+      d.min_ns = 50 * kUs;
+      d.exp_mean_ns = 0;
+      d.pareto_alpha = alpha;
+      d.pareto_scale_ns = scale_us * kUs;
+      add(absl::StrCat("pareto-10hz/alpha=", alpha, "/scale=", scale_us, "us"),
+          "50 us + Pareto each way at 10 Hz, 30 min", -25, 10, 1800, d, d);
+    }
+  }
+  // Jitter on one direction (112's kind), and on both unequally.
+  for (const double forward_us : {20, 100, 300, 1000}) {
+    for (const double backward_us : {2, 10}) {
+      add(absl::StrCat("asym-20hz/fwd=exp(", forward_us, "us)/back=exp(",
+                       backward_us, "us)"),
+          "40 us + exponential jitter, unequal, at 20 Hz, 20 min", 12, 20,
+          1200, Exponential(40 * kUs, forward_us * kUs),
+          Exponential(40 * kUs, backward_us * kUs));
+    }
+  }
+  for (const double forward_us : {100, 300, 1000}) {
+    for (const double ratio : {0.25, 0.5}) {
+      for (const double hz : {5.0, 20.0}) {
+        add(absl::StrCat("asym2/fwd=exp(", forward_us, "us)/back=x", ratio,
+                         "/", hz, "Hz"),
+            "40 us + exponential jitter both ways, unequal, 20 min", 12, hz,
+            1200, Exponential(40 * kUs, forward_us * kUs),
+            Exponential(40 * kUs, ratio * forward_us * kUs));
+      }
+    }
+  }
+  // Thermal swings (114's kind) at 2 probes/s.
+  for (const double amplitude_ppb : {200, 400, 800}) {
+    for (const double period_s : {600, 900, 1800}) {
+      for (const double jitter_us : {15, 50}) {
+        const DelayParams d = Exponential(15 * kUs, jitter_us * kUs);
+        Scenario* s = add(
+            absl::StrCat("swing-2hz/", amplitude_ppb, "ppb/", period_s,
+                         "s/jitter=", jitter_us, "us"),
+            "a sine swing of the frequency, 15 us + exponential each way, "
+            "2 Hz, 1 h",
+            -8, 2, 3600, d, d);
+        s->params.clock.sine_amplitude_ppb = amplitude_ppb;
+        s->params.clock.sine_period_s = period_s;
+      }
+    }
+  }
+  // chrony's default model at 1 probe/s (101's kind).
+  for (const double mean_us : {50, 100, 200}) {
+    for (const int64_t minutes : {30, 60, 120}) {
+      const DelayParams d = Exponential(100 * kUs, mean_us * kUs);
+      add(absl::StrCat("chrony-1hz/100us+exp(", mean_us, "us)/", minutes,
+                       "min"),
+          "chrony's default model at 1 Hz", 100, 1, minutes * 60, d, d);
+    }
+  }
+  return out;
+}
+
 const Scenario* FindScenario(const std::vector<Scenario>& all,
                              const std::string& name) {
   for (const Scenario& s : all) {

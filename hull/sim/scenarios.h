@@ -41,6 +41,15 @@ std::vector<Scenario> VariantScenarios();
 // (20 %) or both ways. Named "rN w=… sine=…/… hz=… jit=…us… [cong=…]"
 // after what was drawn.
 std::vector<Scenario> RandomScenarios(int count, uint64_t seed);
+// The kinds of scenario the targets were first stated on (docs/
+// ACCURACY.md), each at other parameters, all with 1 ppb/√s of wander:
+// 0.5–2 ms of exponential jitter at 1 probe/s (18), Pareto delays with α
+// 1.1–2 and scales of 10–100 µs at 10 probes/s (9), jitter on one way
+// only, 20 µs–1 ms against 2 or 10 µs, at 20 probes/s (8), and on both
+// ways at 2:1 and 4:1 at 5 and 20 probes/s (12), swings of 200–800 ppb
+// over 10–30 minutes at 2 probes/s (18), chrony's default model with
+// 50–200 µs of jitter for 30–120 minutes (9). Named "kind/parameters".
+std::vector<Scenario> KindScenarios();
 // The scenario with this name, or nullptr.
 const Scenario* FindScenario(const std::vector<Scenario>& all,
                              const std::string& name);

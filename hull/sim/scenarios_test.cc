@@ -16,7 +16,7 @@ constexpr int64_t kS = 1'000'000'000;
 
 TEST(ScenariosTest, NamesAreUniqueAndFindable) {
   for (const auto& all : {StandardScenarios(), VariantScenarios(),
-                          RandomScenarios(50, 1)}) {
+                          KindScenarios(), RandomScenarios(50, 1)}) {
     std::set<std::string> names;
     for (const Scenario& s : all) {
       EXPECT_TRUE(names.insert(s.name).second) << s.name;
@@ -26,6 +26,7 @@ TEST(ScenariosTest, NamesAreUniqueAndFindable) {
     }
   }
   EXPECT_EQ(FindScenario(StandardScenarios(), "no-such-scenario"), nullptr);
+  EXPECT_EQ(KindScenarios().size(), 18u + 9 + 8 + 12 + 18 + 9);
 }
 
 TEST(ScenariosTest, RandomScenariosAreReproducible) {

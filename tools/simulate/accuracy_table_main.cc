@@ -31,6 +31,10 @@ ABSL_FLAG(std::string, scenarios, "",
 ABSL_FLAG(bool, variants, false,
           "The variant scenarios (a standard one with one parameter changed: "
           "rate, jitter, swing, wander) instead of the standard ones.");
+ABSL_FLAG(bool, kinds, false,
+          "The kinds of scenario the targets were first stated on, at other "
+          "parameters (hull/sim/scenarios.h: KindScenarios), instead of the "
+          "standard ones.");
 ABSL_FLAG(int, random, 0,
           "This many random scenarios (hull/sim/scenarios.h: RandomScenarios) "
           "instead of the standard ones.");
@@ -40,7 +44,8 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "Prints the scenario x window x adaptive accuracy table.\n"
       "  accuracy_table [--seeds=10] [--first_seed=0] [--scale=1] "
-      "[--variants | --random=N [--random_seed=S]] [--scenarios=NAME,...]");
+      "[--variants | --kinds | --random=N [--random_seed=S]] "
+      "[--scenarios=NAME,...]");
   absl::ParseCommandLine(argc, argv);
   using namespace clocksync::hull;
   const int random = absl::GetFlag(FLAGS_random);
@@ -49,15 +54,18 @@ int main(int argc, char** argv) {
               << ")\n";
     return 2;
   }
-  if (random > 0 && absl::GetFlag(FLAGS_variants)) {
-    std::cerr << "accuracy_table: --random and --variants choose different "
-                 "scenario sets; give one\n";
+  const bool variants = absl::GetFlag(FLAGS_variants);
+  const bool kinds = absl::GetFlag(FLAGS_kinds);
+  if ((random > 0) + variants + kinds > 1) {
+    std::cerr << "accuracy_table: --random, --variants and --kinds choose "
+                 "different scenario sets; give one\n";
     return 2;
   }
   const std::vector<Scenario> all =
       random > 0 ? RandomScenarios(random, absl::GetFlag(FLAGS_random_seed))
-      : absl::GetFlag(FLAGS_variants) ? VariantScenarios()
-                                      : StandardScenarios();
+      : variants ? VariantScenarios()
+      : kinds    ? KindScenarios()
+                 : StandardScenarios();
   std::vector<Scenario> chosen;
   const std::string names = absl::GetFlag(FLAGS_scenarios);
   if (names.empty()) {
