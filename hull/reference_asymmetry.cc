@@ -71,12 +71,7 @@ double ReferenceAsymmetry::Miss(int kind, double width_ns) const {
   if (!(std::abs(k_raw) > noise)) return 0;
   const double shrink = 1 - (noise / k_raw) * (noise / k_raw);
   const double k = std::clamp(k_raw * shrink, -0.5, 0.5);
-  const double mean = widths.mean();
-  const double excess = mean - widths.min();  // μ_fwd + μ_back
-  // (1 − r) / (1 + r) with r = √((1 − 2k) / (1 + 2k)), finite at k = ±½.
-  const double fwd = std::sqrt(1 + 2 * k);
-  const double back = std::sqrt(1 - 2 * k);
-  return excess * (fwd - back) / (2 * (fwd + back)) + k * (width_ns - mean);
+  return k * (width_ns - widths.min());
 }
 
 }  // namespace clocksync::hull

@@ -15,30 +15,36 @@
 // samples it holds, so scores against such references favour the short
 // windows, whose miss is most like the references'.
 //
-// The minimum of n delays whose density is positive at the floor is
-// close to exponential: its mean equals its standard deviation. With
-// means μ_fwd and μ_back, the middle moves with the width by
-//   k = Cov(middle, width) / Var(width)
-//     = (μ_fwd² − μ_back²) / (2 (μ_fwd² + μ_back²)) ∈ [−½, ½],
+// The middle moves with the width: the regression slope
+//   k = Cov(middle, width) / Var(width) ∈ [−½, ½],
 // measured on differences of successive short references (θ's own
-// change, after the answer's slope, does not move with the width). The
-// recent widths give μ_fwd + μ_back = S (their mean over their minimum,
-// the floors' sum); k gives the ratio r = μ_back / μ_fwd =
-// √((1 − 2k) / (1 + 2k)). A reference of width w then misses θ by about
-//   S (1 − r) / (2 (1 + r)) + k (w − mean width):
-// the mean miss, (μ_fwd − μ_back) / 2, and the part that moves with the
-// width (with jitter one way only, k = ½: half the width's excess over
-// the floors). The long references (2D) have their own widths and the
-// same k. The widths are the last kWidths, so that a route change (the
-// floors' sum moves for good) is out of them soon.
+// change, after the answer's slope, does not move with the width), is
+// (v_fwd − v_back) / (2 (v_fwd + v_back)) for excess variances v: ½ with
+// jitter one way only, 0 with the same jitter both ways. A reference of
+// width w is taken to miss θ by
+//   k (w − the smallest of the recent widths),
+// the smallest standing for the floors' sum. With jitter one way this is
+// the miss itself, half the excess. With jitter both ways it is more
+// than the mean miss, (μ_fwd − μ_back) / 2 (the minimum of many delays is
+// close to exponential: mean = spread; at 2:1, k = 0.3, 0.45 μ_fwd
+// against 0.25), but k's shrinkage (below) takes most of that back where
+// k rests on a few hundred seconds: in the test, 240 → −5 ns. Inferring
+// μ_back from k instead (r = √((1 − 2k) / (1 + 2k))) is exact in that
+// model but fragile near k = ½: the answer's slope error moves the quiet
+// direction's bound and reads as jitter there (k 0.47 for 1 ms against
+// 10 µs), which kept a third of the miss (`accuracy_table --kinds`, the
+// 1 ms one-way runs: 1.29 × against 1.16 × on seeds 10–19). The long
+// references (2D) have their own widths and the same k. The widths are
+// the last kWidths, so that a route change (the floors' sum moves for
+// good) is out of them soon.
 //
-// Where the jitter is the same both ways, k is noise around 0, and the
-// mean miss multiplies it by S: k is shrunk towards 0 by how far it
-// stands out, k (1 − (z SE / k)²), z = kSignificance, and is 0 within
-// z SE. Its standard error is the sandwich (heteroskedasticity-robust)
-// one: a wide reference is one with a large excess on some side, so the
-// middle scatters more where the width is larger (with the plain one, k
-// stood out by 3 standard errors on 10 of 20 seeds of equal jitter).
+// Where the jitter is the same both ways, k is noise around 0: it is
+// shrunk towards 0 by how far it stands out, k (1 − (z SE / k)²),
+// z = kSignificance, and is 0 within z SE. Its standard error is the
+// sandwich (heteroskedasticity-robust) one: a wide reference is one with
+// a large excess on some side, so the middle scatters more where the
+// width is larger (with the plain one, k stood out by 3 standard errors
+// on 10 of 20 seeds of equal jitter).
 //
 // Thread safety: none; one owner.
 
@@ -54,8 +60,7 @@ namespace clocksync::hull {
 
 class ReferenceAsymmetry {
  public:
-  // z of the shrinkage (above): with 3, jitter twice as large one way
-  // kept two thirds of the mean miss instead of under half (the test).
+  // z of the shrinkage (above).
   static constexpr double kSignificance = 2;
   // Successive differences share a reference, so the products' sum
   // varies more than that of independent ones: 1 + 2 × ¼ for independent
