@@ -1,12 +1,11 @@
 // hull/recent_values.h: RecentValues<N>, the last N values of a series,
 // kept in arrival order (a ring) and sorted, so that their minimum and
-// median read in O(1) (the mean in O(N)) and a new value costs O(N) (no
-// allocation).
+// median read in O(1) and a new value costs O(N) (no allocation).
 //
 // The adaptive estimator keeps one per reference kind (the purity test:
 // a reference much wider than the recent median is left out) and one per
 // level (eligibility: a hull range far above its recent median);
-// ReferenceAsymmetry one per reference kind (the recent widths).
+// ReferenceAsymmetry one per reference kind (the smallest recent width).
 //
 // Thread safety: none; one owner.
 
@@ -52,12 +51,6 @@ class RecentValues {
   // Both need count() > 0. The median is the upper one of an even count.
   double min() const { return sorted_[0]; }
   double median() const { return sorted_[count_ / 2]; }
-  // O(N).
-  double mean() const {
-    double sum = 0;
-    for (int i = 0; i < count_; ++i) sum += sorted_[i];
-    return sum / count_;
-  }
 
  private:
   std::array<double, N> ring_{};    // Arrival order; next_ is the oldest.
