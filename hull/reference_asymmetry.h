@@ -30,9 +30,9 @@
 // against 0.25), but k's shrinkage (below) takes most of that back where
 // k rests on a few hundred seconds: in the test, 240 → −5 ns. Inferring
 // μ_back from k instead (r = √((1 − 2k) / (1 + 2k))) is exact in that
-// model but fragile near k = ½: the answer's slope error moves the quiet
-// direction's bound and reads as jitter there (k 0.47 for 1 ms against
-// 10 µs), which kept a third of the miss (`accuracy_table --kinds`, the
+// model but fragile near k = ½: k reads 0.47 for 1 ms against 10 µs,
+// which the model takes for a quarter as much jitter the other way, and
+// that kept a third of the miss (`accuracy_table --kinds`, the
 // 1 ms one-way runs: 1.29 × against 1.16 × on seeds 10–19). The long
 // references (2D) have their own widths and the same k. The widths are
 // the last kWidths, so that a route change (the floors' sum moves for
