@@ -31,7 +31,7 @@
 // k rests on a few hundred seconds: in the test, 240 → −5 ns. Inferring
 // μ_back from k instead (r = √((1 − 2k) / (1 + 2k))) is exact in that
 // model but fragile near k = ½: k reads 0.47 for 1 ms against 10 µs,
-// which the model takes for a quarter as much jitter the other way, and
+// which the model takes for a sixth as much jitter the other way, and
 // that kept a third of the miss (`accuracy_table --kinds`, the
 // 1 ms one-way runs: 1.29 × against 1.16 × on seeds 10–19). The long
 // references (2D) have their own widths and the same k. The widths are
