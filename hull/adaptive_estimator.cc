@@ -131,7 +131,8 @@ AdaptiveWindowEstimator::AdaptiveWindowEstimator(const AdaptiveConfig& config)
       round_trips_(config.base.window_ns),
       reference_wander_(2 * config.base.window_ns,
                         config.base.wander_ppb_per_sqrt_s),
-      reference_asymmetry_(config.score_time_constant_ns) {
+      reference_asymmetry_(config.score_time_constant_ns),
+      linearity_(config.base.window_ns, config.base.wander_ppb_per_sqrt_s) {
   for (int k = 0; k < config.levels; ++k) {
     EstimatorConfig c = config.base;
     c.window_ns = config.base.window_ns >> k;
@@ -173,16 +174,8 @@ AdaptiveWindowEstimator::AdaptiveWindowEstimator(const AdaptiveConfig& config)
   }
 }
 
-int64_t AdaptiveWindowEstimator::selected_window_ns() const {
-  return levels_[selected_]->config().window_ns;
-}
-
 double AdaptiveWindowEstimator::LongerWeight(int c) const {
   return c >= blends_ ? kExtrapolationWeight : (c % 2 == 0 ? 0.0 : 0.5);
-}
-
-int AdaptiveWindowEstimator::PairKind(int a, int b) const {
-  return kind_[a][b];
 }
 
 double AdaptiveWindowEstimator::score(int level) const {
@@ -561,9 +554,12 @@ bool AdaptiveWindowEstimator::WanderNegligible(int64_t x) const {
   // too: over a few hundred seconds a clock wandering as the allowance
   // says can leave one level's drifts nearly unchanged (111 at 5 probes/s,
   // seed 15: linear from 540 to 690 s, 387 ns against 77 for the 75 s
-  // window), while the references read it at 0.2 ± 0.2 ppb²/s.
-  if (reference_wander_.effective_count() >= kReferenceMinReadings &&
-      reference_wander_.wander2() > limit * limit) {
+  // window), while the references read it at 0.2 ± 0.2 ppb²/s. And the
+  // samples must fit a line (linearity_check.h): with kernel timestamps
+  // a tenth of the allowance hides in the drifts' noise, not in theirs.
+  if ((reference_wander_.effective_count() >= kReferenceMinReadings &&
+       reference_wander_.wander2() > limit * limit) ||
+      linearity_.wander_seen()) {
     return false;
   }
   for (size_t k = 0; k < levels_.size(); ++k) {
@@ -703,6 +699,7 @@ AddResult AdaptiveWindowEstimator::Add(const ProbeSample& s) {
     // A step or a bend beyond the windows: predictions from before it
     // cannot be checked against samples after it, nor drifts compared.
     pending_.clear();
+    linearity_.Stop();
     reference_wander_.Reset();
     reference_asymmetry_.Restart();
     bound_wander_ratio_ = 1;
@@ -724,6 +721,9 @@ AddResult AdaptiveWindowEstimator::Add(const ProbeSample& s) {
   for (size_t k = 0; k < levels_.size(); ++k) {
     now[k] = levels_[k]->Estimate(x, &allowance[k]);
   }
+  linearity_.Add(s.t1_ns, static_cast<double>(request_offset - anchor_y_),
+                 s.t4_ns, static_cast<double>(response_offset - anchor_y_),
+                 now[0].state != SyncState::kUnsynced ? now[0].drift_ppb : NAN);
   Select(now, allowance, x);
   RecordDrifts(now, x);
   if (now[0].state != SyncState::kUnsynced &&

@@ -159,7 +159,10 @@
 //    longest window 40–75 s earlier). Either verdict needs the references,
 //    once they count 4 readings, to agree: their estimate of σ² below
 //    (0.1 σ)² as well (one level's drifts can stay nearly unchanged for a
-//    few hundred seconds on a clock that wanders as the allowance says).
+//    few hundred seconds on a clock that wanders as the allowance says),
+//    and the samples of the first longest window to fit a line, from 8
+//    stretches of 15 s on (LinearityCheck, linearity_check.h: with kernel
+//    timestamps a tenth of σ hides in the drifts' noise, not in theirs).
 //
 // The answering level's bound is its own (each level's bound is valid
 // alone), and its estimate lies inside it; the level widens it for the
@@ -185,6 +188,7 @@
 #include "hull/drift_wander.h"
 #include "hull/estimator.h"
 #include "hull/recent_values.h"
+#include "hull/linearity_check.h"
 #include "hull/reference_asymmetry.h"
 #include "hull/reference_wander.h"
 #include "hull/round_trips.h"
@@ -203,7 +207,9 @@ class AdaptiveWindowEstimator final : public Estimator {
 
   // The level answering now (0 = the longest window) and its window.
   int selected_level() const { return selected_; }
-  int64_t selected_window_ns() const;
+  int64_t selected_window_ns() const {
+    return levels_[selected_]->config().window_ns;
+  }
   // The answering level's estimator (its window, hulls and counters).
   const TwoHullEstimator& selected() const { return *levels_[selected_]; }
   // Statistics of the longest window (sample counters are the same for all).
@@ -247,6 +253,7 @@ class AdaptiveWindowEstimator final : public Estimator {
   const RoundTrips& round_trips() const { return round_trips_; }
   // The wander the checkpoint references show (reference_wander.h).
   const ReferenceWander& reference_wander() const { return reference_wander_; }
+  const LinearityCheck& linearity() const { return linearity_; }
 
  private:
   // Level estimates recorded at one instant, and the reference the samples
@@ -285,7 +292,7 @@ class AdaptiveWindowEstimator final : public Estimator {
   // Which reference candidates a and b are compared on: 1 (the long one)
   // when both lean on windows at least kLongPairWindows long references,
   // else 0.
-  int PairKind(int a, int b) const;
+  int PairKind(int a, int b) const { return kind_[a][b]; }
   // Index of pair (a, b) in the by-pair vectors.
   size_t Pair(int a, int b) const {
     return static_cast<size_t>(a * candidates_ + b);
@@ -371,6 +378,9 @@ class AdaptiveWindowEstimator final : public Estimator {
   // What unequal jitter in the two directions does to the references
   // (reference_asymmetry.h): taken out of each before it is scored.
   ReferenceAsymmetry reference_asymmetry_;
+  // Whether the samples of the first longest window fit a line
+  // (linearity_check.h): the linear verdicts need it.
+  LinearityCheck linearity_;
   // Each level's drifts, sampled a window apart (drift_wander.h).
   std::array<DriftWander, kMaxLevels> wander_{};
   // The longest level's errors against the short references while the

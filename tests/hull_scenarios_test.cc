@@ -317,5 +317,57 @@ TEST(ScenarioWanderTest, ReferencesVetoALinearVerdictOnAWanderingClock) {
   EXPECT_EQ(longest_home_samples, 0);
 }
 
+// With kernel timestamps a tenth of the allowance makes the 37.5 s window
+// the best by far, and the drifts call the clock linear half the time;
+// the samples show the wander (LinearityCheck), and then neither verdict
+// may put the home in the longest window. On the same network without
+// wander, the check stays quiet on (nearly) every seed.
+TEST(ScenarioWanderTest, SamplesVetoALinearVerdictOnAQuietlyWanderingClock) {
+  const std::vector<Scenario> variants = VariantScenarios();
+  const std::vector<Scenario> standard = StandardScenarios();
+  const Scenario* wandering =
+      FindScenario(variants, "109-kernel-stamps-16hz/wander=0.1");
+  const Scenario* linear = FindScenario(standard, "109-kernel-stamps-16hz");
+  ASSERT_NE(wandering, nullptr);
+  ASSERT_NE(linear, nullptr);
+  int seen_wandering = 0, seen_linear = 0;
+  int64_t vetoed_longest_home = 0, longest_home_after_check = 0;
+  for (int seed = 0; seed < 10; ++seed) {
+    for (const Scenario* base : {wandering, linear}) {
+      const Scenario scenario = SeededScenario(*base, seed);
+      AdaptiveWindowEstimator est{AdaptiveConfig()};
+      ProbeSimulator sim(scenario.params);
+      SimulatedSample s;
+      bool seen = false;
+      int64_t seen_since_ns = -1;  // the home follows at a checkpoint
+      while (sim.Next(&s)) {
+        est.Add(s.sample);
+        if (!est.linearity().wander_seen()) {
+          seen_since_ns = -1;
+        } else if (seen_since_ns < 0) {
+          seen_since_ns = s.true_ns;
+        }
+        seen = seen || est.linearity().wander_seen();
+        if (base != wandering || s.true_ns < 120 * kS) continue;
+        if (est.home_candidate() == 0) {
+          ++longest_home_after_check;
+          if (seen_since_ns >= 0 && s.true_ns - seen_since_ns > 10 * kS) {
+            ++vetoed_longest_home;
+          }
+        }
+      }
+      (base == wandering ? seen_wandering : seen_linear) += seen;
+    }
+  }
+  std::printf("109 with 0.1 ppb/sqrt(s), seeds 0-9: wander seen on %d, "
+              "%lld samples after 120 s with the longest window as home; "
+              "without wander: seen on %d\n",
+              seen_wandering, static_cast<long long>(longest_home_after_check),
+              seen_linear);
+  EXPECT_GE(seen_wandering, 9);
+  EXPECT_LE(seen_linear, 1);
+  EXPECT_EQ(vetoed_longest_home, 0);
+}
+
 }  // namespace
 }  // namespace clocksync::hull

@@ -1,0 +1,121 @@
+// hull/linearity_check.h: LinearityCheck, whether the samples of the
+// first longest window fit one line, judged from the samples themselves;
+// the adaptive estimator's linear verdicts need it (adaptive_estimator.h,
+// step 5).
+//
+// The verdicts read the drifts and the checkpoint references, whose own
+// noise can hide a wander that matters where the delays are quiet: on
+// kernel timestamps a clock wandering at a tenth of the allowance makes
+// the shortest window the best by far, and its drifts read "below a tenth"
+// half the time. The samples show it directly. The time since the first
+// sample is cut into stretches of S seconds; a stretch's offset is the
+// middle of its lowest request offset and highest response offset (read
+// along the stretches' own fitted slope), and its noise comes from the
+// spacing of each direction's kLowest lowest excesses (for delays with a
+// density at their floor, the minimum of n lies about spread / n above
+// it, and the next ones about as far apart), so no noise model from
+// elsewhere enters. The stretches' offsets are then weighed by the
+// restricted likelihood (the line's two parameters integrated out) of a
+// random-walk frequency against none: with σ² at 0.01, 0.1, 1 and 10
+// times the allowance's, the best ratio above e² says the clock wanders.
+// The test is rerun at each completed stretch and the latest result
+// stands: a run of noisy stretches early on is outvoted later.
+//
+// The check runs for one longest window from the first sample (or until
+// a step), then keeps its last result: after that the drifts of the
+// longest windows measure the wander. It keeps the samples of the
+// filling stretch only; of a complete one, the kKept lowest of each
+// direction along the slope known when it completed (the longest
+// level's drift); the lowest along a later, better slope is among them.
+//
+// Thread safety: none; one owner.
+
+#ifndef CLOCKSYNC_HULL_LINEARITY_CHECK_H_
+#define CLOCKSYNC_HULL_LINEARITY_CHECK_H_
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace clocksync::hull {
+
+class LinearityCheck {
+ public:
+  // Stretches of this length.
+  static constexpr int64_t kStretchNs = 15'000'000'000;
+
+  // For `horizon_ns` from the first sample; `wander_ppb_per_sqrt_s`: the
+  // allowance, which scales the alternatives (0: no check).
+  LinearityCheck(int64_t horizon_ns, double wander_ppb_per_sqrt_s,
+                 int64_t stretch_ns = kStretchNs);
+
+  // A sample's two bounds of the offset θ (ns, relative to any fixed
+  // origin): θ ≤ request_offset at local time request_x (t1), θ ≥
+  // response_offset at response_x (t4); `slope_ppb` is the best slope
+  // known now, NaN if none (a stretch completed now keeps its lowest
+  // points along it, or along the last fit's).
+  void Add(int64_t request_x, double request_offset, int64_t response_x,
+           double response_offset, double slope_ppb);
+  // Ends the check (a step: the line before it says nothing after it).
+  void Stop();
+
+  // The latest test found the stretches off a line.
+  bool wander_seen() const { return wander_seen_; }
+  bool running() const { return running_; }
+  // The latest test's log likelihood ratio (best alternative over none).
+  double log_ratio() const { return log_ratio_; }
+  int stretches() const { return static_cast<int>(stretches_.size()); }
+
+  // Points kept per direction and stretch, and the lowest of them whose
+  // spacing gives the noise.
+  static constexpr int kKept = 8;
+  static constexpr int kLowest = 4;
+
+ private:
+  // One direction of a stretch: its kKept lowest values (relative to
+  // `base`) along the stretch's slope, with their times from its centre.
+  struct Side {
+    double base = 0;
+    bool have_base = false;
+    int n = 0;
+    std::array<float, kKept> dx_s{};
+    std::array<float, kKept> value{};  // unslanted, relative to base
+    std::array<float, kKept> key{};    // along the stretch's slope
+    void Add(double dx_s, double value, double slope_ppb);
+    // The lowest of value − slope × dx over the points kept; the
+    // spacing of the kLowest lowest in `spacing`.
+    double Lowest(double slope_ppb, double* spacing) const;
+  };
+  struct Stretch {
+    Side up;    // request offsets
+    Side down;  // response offsets, negated
+  };
+  // A sample of the filling stretch, times from its centre.
+  struct Point {
+    double request_dx_s;
+    double request;
+    double response_dx_s;
+    double negated_response;
+  };
+  // Keeps the filling stretch's lowest points along `slope_ppb`.
+  void Close(double slope_ppb);
+  void Test();
+
+  int64_t stretch_ns_;
+  int64_t horizon_ns_;
+  double wander_ppb_;
+  bool have_first_ = false;
+  int64_t first_x_ = 0;
+  bool running_ = true;
+  bool wander_seen_ = false;
+  double log_ratio_ = 0;
+  double slope_ppb_ = 0;  // the last fit's
+  std::vector<Stretch> stretches_;  // complete (empty where none came)
+  std::vector<Point> filling_;
+  std::size_t filling_index_ = 0;
+};
+
+}  // namespace clocksync::hull
+
+#endif  // CLOCKSYNC_HULL_LINEARITY_CHECK_H_
