@@ -18,8 +18,8 @@
 // restricted likelihood (the line's two parameters integrated out) of a
 // random-walk frequency against none: with σ² at 0.01, 0.1, 1 and 10
 // times the allowance's, the best ratio above e² says the clock wanders.
-// The test is rerun at each completed stretch and the latest result
-// stands: a run of noisy stretches early on is outvoted later.
+// The test runs at each completed stretch from the 8th (120 s) on, and
+// the latest result stands: a run of noisy stretches is outvoted later.
 //
 // The check runs for one longest window from the first sample (or until
 // a step), then keeps its last result: after that the drifts of the
