@@ -140,6 +140,8 @@ void LinearityCheck::Add(int64_t request_x, double request_offset,
     have_first_ = true;
     first_x_ = response_x;
   }
+  if (response_x < first_x_) return;  // the estimator's own checks keep
+                                      // time forward; never index back
   if (response_x - first_x_ >= horizon_ns_) {
     Stop();
     return;

@@ -136,10 +136,13 @@ TEST(LinearityCheckTest, StopEndsItAndNoAllowanceMeansNoCheck) {
   EXPECT_FALSE(Feed(m, 1, &none));
 }
 
-TEST(LinearityCheckTest, APointWithoutASlopeIsLeftOut) {
+TEST(LinearityCheckTest, TimeBeforeTheFirstSampleIsLeftOut) {
   LinearityCheck check(600 * kS, 1.0);
-  check.Add(0, 100, 1000, 0, NAN);
+  check.Add(0, 100, 1000, 0, NAN);  // no slope yet: it comes at the close
+  check.Add(-100 * kS, 100, -100 * kS + 1000, 0, 0);  // before the first
   EXPECT_EQ(check.stretches(), 0);
+  check.Add(20 * kS, 100, 20 * kS + 1000, 0, 0);
+  EXPECT_EQ(check.stretches(), 1);  // the first stretch, closed
   EXPECT_TRUE(check.running());
 }
 
