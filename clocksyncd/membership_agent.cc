@@ -60,32 +60,60 @@ std::string ValidateMembershipAgentOptions(const MembershipAgentOptions& o,
 }
 
 // One channel per gRPC address, created on first use and kept (gRPC
-// reconnects by itself).
+// reconnects by itself), except after a call on it ran out of time: a TCP
+// connection whose packets were dropped (a cut between racks, a host gone)
+// still counts as ready, and after the network heals its retransmissions
+// back off for seconds more, long enough for a demoted master to take over
+// again. A timed-out call's channel is forgotten; the next call opens a new
+// connection, and calls in flight keep the old one until they end.
 class MembershipAgent::Channels {
  public:
-  Clocksync::Stub* Stub(const std::string& address) {
+  std::shared_ptr<Clocksync::Stub> Stub(const std::string& address) {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = stubs_.find(address);
-    if (it == stubs_.end()) {
+    std::shared_ptr<Clocksync::Stub>& stub = stubs_[address];
+    if (stub == nullptr) {
       grpc::ChannelArguments args;
       // Fail fast and retry soon: a dead parent must be noticed quickly.
       args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
       args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
       args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-      auto channel = grpc::CreateCustomChannel(
-          address, grpc::InsecureChannelCredentials(), args);
-      it = stubs_.emplace(address, Clocksync::NewStub(channel)).first;
+      // A channel of its own, never one shared with a forgotten channel.
+      args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+      stub = Clocksync::NewStub(grpc::CreateCustomChannel(
+          address, grpc::InsecureChannelCredentials(), args));
     }
-    return it->second.get();
+    return stub;
+  }
+
+  // True when the channel `used` was forgotten for this status.
+  bool Forget(const std::string& address, const Clocksync::Stub* used,
+              const grpc::Status& status) {
+    if (status.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) return false;
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = stubs_.find(address);
+    // Another call may have replaced it already.
+    if (it == stubs_.end() || it->second.get() != used) return false;
+    stubs_.erase(it);
+    return true;
   }
 
  private:
   std::mutex mu_;
-  std::map<std::string, std::unique_ptr<Clocksync::Stub>> stubs_;
+  std::map<std::string, std::shared_ptr<Clocksync::Stub>> stubs_;
 };
 
-Clocksync::Stub* MembershipAgent::StubFor(const std::string& grpc_address) {
+std::shared_ptr<Clocksync::Stub> MembershipAgent::StubFor(
+    const std::string& grpc_address) {
   return channels_->Stub(grpc_address);
+}
+
+void MembershipAgent::NoteCallStatus(const std::string& grpc_address,
+                                     const Clocksync::Stub* used,
+                                     const grpc::Status& status) {
+  if (channels_->Forget(grpc_address, used, status)) {
+    spdlog::debug("{}: a call to {} ran out of time; the next one opens a new "
+                  "connection", self_.node_id, grpc_address);
+  }
 }
 
 MembershipAgent::MembershipAgent(MembershipConfig config,
@@ -247,8 +275,9 @@ absl::StatusOr<JoinResponse> MembershipAgent::CallJoin(
   if (const std::optional<probe::ProbeKeys> key = ProbeKey()) {
     SignRpc(*key, "Join", wire, &context);
   }
-  const grpc::Status status =
-      channels_->Stub(target.grpc_address)->Join(&context, wire, &response);
+  const std::shared_ptr<Clocksync::Stub> stub = StubFor(target.grpc_address);
+  const grpc::Status status = stub->Join(&context, wire, &response);
+  NoteCallStatus(target.grpc_address, stub.get(), status);
   if (!status.ok()) {
     return FromGrpc(status, absl::StrCat("Join at ", Describe(target), " (",
                                          target.grpc_address, ")"));
@@ -269,8 +298,9 @@ absl::Status MembershipAgent::CallLeave(const NodeRef& target,
   if (const std::optional<probe::ProbeKeys> key = ProbeKey()) {
     SignRpc(*key, "Leave", request, &context);
   }
-  const grpc::Status status =
-      channels_->Stub(target.grpc_address)->Leave(&context, request, &response);
+  const std::shared_ptr<Clocksync::Stub> stub = StubFor(target.grpc_address);
+  const grpc::Status status = stub->Leave(&context, request, &response);
+  NoteCallStatus(target.grpc_address, stub.get(), status);
   return FromGrpc(status, absl::StrCat("Leave at ", Describe(target)));
 }
 
@@ -432,8 +462,9 @@ void MembershipAgent::SendHeartbeat(int64_t now) {
     SignRpc(*key, "Heartbeat", request, &context);
   }
   const int64_t sent = probe::RawNowNs();
-  const grpc::Status status =
-      channels_->Stub(parent.grpc_address)->Heartbeat(&context, request, &response);
+  const std::shared_ptr<Clocksync::Stub> stub = StubFor(parent.grpc_address);
+  const grpc::Status status = stub->Heartbeat(&context, request, &response);
+  NoteCallStatus(parent.grpc_address, stub.get(), status);
   std::lock_guard<std::mutex> lock(mu_);
   if (membership_.state() != MembershipState::kAttached ||
       !membership_.parent() || membership_.parent()->node_id != parent.node_id) {

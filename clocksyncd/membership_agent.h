@@ -180,7 +180,11 @@ class MembershipAgent {
 
   void Loop();
   void Tick(int64_t now_ns);
-  Clocksync::Stub* StubFor(const std::string& grpc_address);
+  // The stub for `grpc_address`'s channel; its holder keeps the channel
+  // alive. A call's status goes back through NoteCallStatus (see Channels).
+  std::shared_ptr<Clocksync::Stub> StubFor(const std::string& grpc_address);
+  void NoteCallStatus(const std::string& grpc_address, const Clocksync::Stub* used,
+                      const grpc::Status& status);
   // Mastership (membership_agent_mastership.cc).
   void ResolveStartupRole();
   void PeerLoop();

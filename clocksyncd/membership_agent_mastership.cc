@@ -47,8 +47,9 @@ absl::StatusOr<PeerInfo> MembershipAgent::CallPeer(const NodeRef& target,
     SignRpc(*key, "Peer", request, &context);
   }
   PeerResponse response;
-  const grpc::Status status =
-      StubFor(target.grpc_address)->Peer(&context, request, &response);
+  const std::shared_ptr<Clocksync::Stub> stub = StubFor(target.grpc_address);
+  const grpc::Status status = stub->Peer(&context, request, &response);
+  NoteCallStatus(target.grpc_address, stub.get(), status);
   if (!status.ok()) {
     return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
                         absl::StrCat("Peer at ", Name(target), ": ",
@@ -172,6 +173,7 @@ void MembershipAgent::PollPeers(int64_t now) {
   }
   struct Call {
     NodeRef peer;
+    std::shared_ptr<Clocksync::Stub> stub;  // Keeps the channel until the end.
     grpc::ClientContext context;
     PeerRequest request;
     PeerResponse response;
@@ -189,10 +191,10 @@ void MembershipAgent::PollPeers(int64_t now) {
     call->context.set_deadline(DeadlineIn(options_.peer_rpc_timeout_ns));
     *call->request.mutable_from() = self;
     if (key) SignRpc(*key, "Peer", call->request, &call->context);
+    call->stub = StubFor(peer.grpc_address);
     Call* c = call.get();
     calls.push_back(std::move(call));
-    StubFor(peer.grpc_address)
-        ->async()
+    c->stub->async()
         ->Peer(&c->context, &c->request, &c->response,
                [c, &done_mu, &done_cv, &done](grpc::Status status) {
                  c->status = std::move(status);
@@ -205,6 +207,9 @@ void MembershipAgent::PollPeers(int64_t now) {
     // Every call ends by its deadline, so every callback runs.
     std::unique_lock<std::mutex> lock(done_mu);
     done_cv.wait(lock, [&] { return done == calls.size(); });
+  }
+  for (const std::unique_ptr<Call>& call : calls) {
+    NoteCallStatus(call->peer.grpc_address, call->stub.get(), call->status);
   }
   std::unique_lock<std::mutex> lock(mu_);
   for (const std::unique_ptr<Call>& call : calls) {
@@ -344,8 +349,9 @@ bool MembershipAgent::HandOverMastership(LeavePlan* plan) {
       SignRpc(*key, "Handover", request, &context);
     }
     HandoverResponse response;
-    const grpc::Status status =
-        StubFor(next->ref.grpc_address)->Handover(&context, request, &response);
+    const std::shared_ptr<Clocksync::Stub> stub = StubFor(next->ref.grpc_address);
+    const grpc::Status status = stub->Handover(&context, request, &response);
+    NoteCallStatus(next->ref.grpc_address, stub.get(), status);
     if (!status.ok()) {
       spdlog::warn("{}: handover to {} failed: {}", self_.node_id,
                    next->ref.node_id, status.error_message());

@@ -9,6 +9,12 @@
 
 #include "clocksyncd/membership_agent.h"
 
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -76,13 +82,15 @@ MembershipAgentOptions FastOptions() {
 class Cluster {
  public:
   // Starts a node; the master when `seed` is empty.
+  // Others reach it at `advertised` when given (a proxy in front of it).
   TestNode* Add(const std::string& id, const std::string& seed, int max_children,
-               int master_priority = 0) {
+               int master_priority = 0, const std::string& advertised = "") {
     auto node = std::make_unique<TestNode>();
     EXPECT_TRUE(node->server.Start("127.0.0.1:0", "", &node->view).ok());
     node->grpc_address = absl::StrCat("127.0.0.1:", node->server.tcp_port());
     MembershipConfig config;
-    config.self = {id, "127.0.0.1:9", node->grpc_address};
+    config.self = {id, "127.0.0.1:9",
+                   advertised.empty() ? node->grpc_address : advertised};
     config.master = seed.empty();
     config.max_children = max_children;
     config.lease_ns = 200'000'000;
@@ -117,6 +125,98 @@ class Cluster {
 
  private:
   std::map<std::string, std::unique_ptr<TestNode>> nodes_;
+};
+
+// A TCP forwarder on loopback that can cut the network as a dropping
+// firewall does: while cut, every byte on every connection is swallowed,
+// and a connection that lost bytes stays dead after the heal (as one whose
+// retransmissions have backed off for longer than anyone waits); the
+// connections opened after the heal carry data again.
+class CuttableProxy {
+ public:
+  CuttableProxy() {
+    listen_fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    EXPECT_EQ(bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), len), 0);
+    EXPECT_EQ(listen(listen_fd_, 16), 0);
+    EXPECT_EQ(getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+    port_ = ntohs(addr.sin_port);
+  }
+  ~CuttableProxy() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+    for (const Pipe& p : pipes_) {
+      close(p.a);
+      close(p.b);
+    }
+    close(listen_fd_);
+  }
+  std::string address() const { return absl::StrCat("127.0.0.1:", port_); }
+  // Starts forwarding to 127.0.0.1:`target_port`.
+  void Start(int target_port) {
+    target_port_ = target_port;
+    thread_ = std::thread([this] { Run(); });
+  }
+  void Cut(bool on) { cut_ = on; }
+
+ private:
+  struct Pipe {
+    int a, b;            // Accepted side, target side.
+    bool dead = false;   // Lost bytes in a cut: swallows everything since.
+  };
+
+  void Run() {
+    std::vector<char> buffer(1 << 16);
+    while (!stop_) {
+      std::vector<pollfd> fds = {{listen_fd_, POLLIN, 0}};
+      for (const Pipe& p : pipes_) {
+        fds.push_back({p.a, POLLIN, 0});
+        fds.push_back({p.b, POLLIN, 0});
+      }
+      if (poll(fds.data(), fds.size(), 20) <= 0) continue;
+      if (fds[0].revents & POLLIN) Accept();
+      for (size_t i = 0; i + 1 < fds.size() && i / 2 < pipes_.size(); ++i) {
+        if (!(fds[i + 1].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+        Pipe& p = pipes_[i / 2];
+        const int from = i % 2 == 0 ? p.a : p.b;
+        const int to = i % 2 == 0 ? p.b : p.a;
+        const ssize_t n = read(from, buffer.data(), buffer.size());
+        if (n <= 0) {
+          p.dead = true;  // Closed: nothing more to carry either way.
+          continue;
+        }
+        if (cut_) p.dead = true;
+        if (!p.dead) (void)!write(to, buffer.data(), static_cast<size_t>(n));
+      }
+    }
+  }
+
+  void Accept() {
+    const int a = accept(listen_fd_, nullptr, nullptr);
+    if (a < 0) return;
+    const int b = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<uint16_t>(target_port_));
+    if (connect(b, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+      close(a);
+      close(b);
+      return;
+    }
+    pipes_.push_back({a, b, cut_.load()});
+  }
+
+  int listen_fd_ = -1;
+  int port_ = 0;
+  int target_port_ = 0;
+  std::atomic<bool> cut_{false};
+  std::atomic<bool> stop_{false};
+  std::vector<Pipe> pipes_;  // The proxy thread's only.
+  std::thread thread_;
 };
 
 // Waits up to `timeout` for `done`.
@@ -377,6 +477,34 @@ TEST(MembershipAgentTest, CandidateTakesOverThenHandsOver) {
                x->snapshot().term == 3 && x->snapshot().has_master;
       },
       std::chrono::seconds(5)));
+}
+
+// After a cut that swallowed its packets, a node reconnects: the channel
+// of a call that ran out of time is replaced, not kept on a connection
+// that will never carry data again (on a real network: not for seconds
+// after the heal, while TCP's retransmissions back off).
+TEST(MembershipAgentTest, ACallThatTimesOutOpensANewConnection) {
+  Cluster cluster;
+  CuttableProxy proxy;
+  TestNode* master = cluster.Add("master", "", 2, 0, proxy.address());
+  proxy.Start(master->server.tcp_port());
+  MembershipAgent* child = cluster.Add("child", proxy.address(), 2)->agent.get();
+  ASSERT_TRUE(WaitFor([&] { return child->snapshot().depth == 1; },
+                      std::chrono::seconds(5)));
+  const uint64_t joins = child->snapshot().joins;
+
+  proxy.Cut(true);
+  ASSERT_TRUE(WaitFor([&] { return child->snapshot().parent_losses > 0; },
+                      std::chrono::seconds(5)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  proxy.Cut(false);
+  // Rejoin attempts are 20-200 ms apart; the heartbeats' and the joins' own
+  // timeouts 300 ms.
+  EXPECT_TRUE(WaitFor(
+      [&] { return child->snapshot().depth == 1 && child->snapshot().joins > joins; },
+      std::chrono::seconds(5)))
+      << "joins " << child->snapshot().joins << " (" << joins
+      << " before the cut), depth " << child->snapshot().depth;
 }
 
 }  // namespace
