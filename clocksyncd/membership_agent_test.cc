@@ -24,6 +24,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "clocksyncd/status_service.h"
+#include "clocksyncd/status_service_testing.h"
 #include "gtest/gtest.h"
 
 namespace clocksync {
@@ -135,15 +136,8 @@ class Cluster {
 class CuttableProxy {
  public:
   CuttableProxy() {
-    listen_fd_ = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(addr);
-    EXPECT_EQ(bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), len), 0);
-    EXPECT_EQ(listen(listen_fd_, 16), 0);
-    EXPECT_EQ(getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len), 0);
-    port_ = ntohs(addr.sin_port);
+    listen_fd_ = ListenOnLoopback(&port_);
+    EXPECT_GE(listen_fd_, 0);
   }
   ~CuttableProxy() {
     stop_ = true;

@@ -67,15 +67,10 @@ struct ServedNode {
 class SilentPort {
  public:
   SilentPort() {
-    fd_ = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    EXPECT_EQ(bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-    EXPECT_EQ(listen(fd_, 16), 0);
-    socklen_t len = sizeof(addr);
-    getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
-    address_ = absl::StrCat("127.0.0.1:", ntohs(addr.sin_port));
+    int port = 0;
+    fd_ = ListenOnLoopback(&port);
+    EXPECT_GE(fd_, 0);
+    address_ = absl::StrCat("127.0.0.1:", port);
   }
   ~SilentPort() { close(fd_); }
   const std::string& address() const { return address_; }

@@ -1,7 +1,8 @@
 // clocksyncd/status_service_testing.h: FakeNodeView, a NodeView whose status,
-// children and membership answers a test sets, and SampleNodeStatus(), a
-// plausible status of a synchronized node. For tests of the status service
-// and clocksyncctl only (testonly).
+// children and membership answers a test sets, SampleNodeStatus(), a
+// plausible status of a synchronized node, and ListenOnLoopback(). For
+// tests of the status service, the membership agent and clocksyncctl only
+// (testonly).
 //
 // Example:
 //   FakeNodeView view(SampleNodeStatus("n1"));
@@ -27,6 +28,10 @@ namespace clocksync {
 // A synchronized node at depth 2 below "m0" via "n1", every field set to a
 // distinct plausible value (so a dropped field shows in comparisons).
 NodeStatus SampleNodeStatus(const std::string& node_id);
+
+// A TCP socket listening on 127.0.0.1 at a port the kernel picks (set in
+// *port); -1 on failure. The caller closes it.
+int ListenOnLoopback(int* port);
 
 // A child as NodeView::Children() lists it.
 NodeAddress ChildRef(const std::string& node_id, const std::string& grpc_address);
