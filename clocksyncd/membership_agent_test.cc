@@ -143,8 +143,8 @@ class CuttableProxy {
     stop_ = true;
     if (thread_.joinable()) thread_.join();
     for (const Pipe& p : pipes_) {
-      close(p.a);
-      close(p.b);
+      if (p.a >= 0) close(p.a);
+      if (p.b >= 0) close(p.b);
     }
     close(listen_fd_);
   }
@@ -179,7 +179,10 @@ class CuttableProxy {
         const int to = i % 2 == 0 ? p.b : p.a;
         const ssize_t n = read(from, buffer.data(), buffer.size());
         if (n <= 0) {
-          p.dead = true;  // Closed: nothing more to carry either way.
+          // Closed: nothing more to carry either way; poll skips fd -1.
+          close(p.a);
+          close(p.b);
+          p.a = p.b = -1;
           continue;
         }
         if (cut_) p.dead = true;
