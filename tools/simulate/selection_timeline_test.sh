@@ -1,0 +1,46 @@
+#!/bin/bash
+# tools/simulate/selection_timeline_test.sh: //tools/simulate:selection_timeline
+# on two scenarios whose choices are known: 102 (a linear clock) ends
+# answering from the longest window, 103 (loopback, wandering as the
+# allowance says) from the shortest; a row per interval, the whole run's
+# line, and bad flags exit 2 naming the value.
+set -euo pipefail
+bin="${TEST_SRCDIR}/${TEST_WORKSPACE}/tools/simulate/selection_timeline"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# | until s | 37.5 s | 75 s | 150 s | 300 s | 600 s | adaptive | / best |
+# answers | home | ...
+field() { awk -F'|' -v f="$2" '{gsub(/ /, "", $f); print $f}' <<<"$1"; }
+
+out=$("$bin" --scenario=102-large-offset-linear --every_s=60)
+echo "$out"
+rows=$(grep -c '^| [0-9]' <<<"$out")
+# The first minute is not counted (kAccuracyWarmupNs): no row.
+[[ $rows == 9 ]] || fail "102 (600 s) in 60 s rows: $rows rows, not 9"
+last=$(grep '^| 600 |' <<<"$out") || fail "102: no row until 600 s"
+[[ $(field "$last" 10) == 600 && $(field "$last" 11) == 600 ]] ||
+  fail "102: the linear clock should end on the 600 s window: $last"
+grep -q '^after the first minute: 37.5 s [0-9.]* 75 s .* adaptive [0-9.]* ns$' \
+  <<<"$out" || fail "102: no whole-run line"
+
+out=$("$bin" --scenario=103-loopback-10hz --every_s=300)
+echo "$out"
+last=$(grep '^| [0-9]' <<<"$out" | tail -1)
+[[ $(field "$last" 10) == 37.5 ]] ||
+  fail "103: the wandering loopback clock should end on the 37.5 s level: $last"
+# Over the run the adaptive estimator is far better than the 600 s window.
+read -r w600 adaptive < <(sed -n 's/^after the first minute:.* 600 s \([0-9.]*\) adaptive \([0-9.]*\) ns$/\1 \2/p' <<<"$out")
+awk -v a="$adaptive" -v l="$w600" 'BEGIN { exit !(a > 0 && a < l / 3) }' ||
+  fail "103: adaptive $adaptive ns against 600 s $w600 ns"
+
+set +e
+err=$("$bin" --seed=-1 2>&1); rc=$?
+[[ $rc == 2 && $err == *"--seed must be >= 0 (got -1)"* ]] ||
+  fail "--seed=-1: rc $rc, '$err'"
+err=$("$bin" --every_s=0 2>&1); rc=$?
+[[ $rc == 2 && $err == *"--every_s must be >= 1 (got 0)"* ]] ||
+  fail "--every_s=0: rc $rc, '$err'"
+err=$("$bin" --scenario=no-such 2>&1); rc=$?
+[[ $rc == 2 && $err == *"no scenario named 'no-such'"* ]] ||
+  fail "--scenario=no-such: rc $rc, '$err'"
+echo PASS
