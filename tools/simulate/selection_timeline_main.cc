@@ -17,6 +17,7 @@
 // (hull/adaptive_estimator.h, step 3).
 
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -36,6 +37,9 @@
 ABSL_FLAG(std::string, scenario, "102-large-offset-linear",
           "A standard, variant or kind scenario's name, as the accuracy "
           "table prints it.");
+ABSL_FLAG(uint64_t, random_seed, 0,
+          "With --scenario=rN: the N-th of the 40 random scenarios that "
+          "accuracy_table --random=40 --random_seed=S draws (S >= 1).");
 ABSL_FLAG(int, seed, 0, "Seed number (0 is the scenario as defined).");
 ABSL_FLAG(double, every_s, 30, "Interval of the rows, seconds.");
 
@@ -69,7 +73,8 @@ std::string CandidateName(const AdaptiveWindowEstimator& e, int candidate,
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "What the adaptive estimator chose over one run, and what it cost.\n"
-      "  selection_timeline [--scenario=NAME] [--seed=0] [--every_s=30]");
+      "  selection_timeline [--scenario=NAME | --scenario=rN --random_seed=S] "
+      "[--seed=0] [--every_s=30]");
   absl::ParseCommandLine(argc, argv);
   const int seed = absl::GetFlag(FLAGS_seed);
   const double every_s = absl::GetFlag(FLAGS_every_s);
@@ -83,14 +88,27 @@ int main(int argc, char** argv) {
               << every_s << ")\n";
     return 2;
   }
-  std::vector<Scenario> all = StandardScenarios();
-  for (Scenario& s : VariantScenarios()) all.push_back(std::move(s));
-  for (Scenario& s : KindScenarios()) all.push_back(std::move(s));
-  const Scenario* base = FindScenario(all, absl::GetFlag(FLAGS_scenario));
+  const std::string name = absl::GetFlag(FLAGS_scenario);
+  const uint64_t random_seed = absl::GetFlag(FLAGS_random_seed);
+  std::vector<Scenario> all;
+  const Scenario* base = nullptr;
+  if (random_seed > 0) {
+    // As accuracy_table --random=40 draws them; named "rN w=... ...".
+    all = RandomScenarios(40, random_seed);
+    for (const Scenario& s : all) {
+      if (s.name.rfind(name + " ", 0) == 0) base = &s;
+    }
+  } else {
+    all = StandardScenarios();
+    for (Scenario& s : VariantScenarios()) all.push_back(std::move(s));
+    for (Scenario& s : KindScenarios()) all.push_back(std::move(s));
+    base = FindScenario(all, name);
+  }
   if (base == nullptr) {
-    std::cerr << "selection_timeline: no scenario named '"
-              << absl::GetFlag(FLAGS_scenario)
-              << "' (see accuracy_table's tables for the names)\n";
+    std::cerr << "selection_timeline: no scenario named '" << name
+              << (random_seed > 0
+                      ? "' among the random ones (r0 to r39)\n"
+                      : "' (see accuracy_table's tables for the names)\n");
     return 2;
   }
   const Scenario scenario = SeededScenario(*base, seed);

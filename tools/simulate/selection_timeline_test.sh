@@ -3,7 +3,7 @@
 # on two scenarios whose choices are known: 102 (a linear clock) ends
 # answering from the longest window, 103 (loopback, wandering as the
 # allowance says) from the shortest; a row per interval, the whole run's
-# line, and bad flags exit 2 naming the value.
+# line, a random scenario by index, and bad flags exit 2 naming the value.
 set -euo pipefail
 bin="${TEST_SRCDIR}/${TEST_WORKSPACE}/tools/simulate/selection_timeline"
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -33,7 +33,15 @@ read -r w600 adaptive < <(sed -n 's/^after the first minute:.* 600 s \([0-9.]*\)
 awk -v a="$adaptive" -v l="$w600" 'BEGIN { exit !(a > 0 && a < l / 3) }' ||
   fail "103: adaptive $adaptive ns against 600 s $w600 ns"
 
+# A random scenario by its index, as accuracy_table --random=40 draws it.
+out=$("$bin" --scenario=r11 --random_seed=3 --every_s=300)
+grep -q '^r11 w=[0-9.]* .*, seed 0: RMS error' <<<"$out" ||
+  fail "r11 of random seed 3: no title line: $out"
+
 set +e
+err=$("$bin" --scenario=r40 --random_seed=3 2>&1); rc=$?
+[[ $rc == 2 && $err == *"no scenario named 'r40' among the random ones"* ]] ||
+  fail "--scenario=r40 --random_seed=3: rc $rc, '$err'"
 err=$("$bin" --seed=-1 2>&1); rc=$?
 [[ $rc == 2 && $err == *"--seed must be >= 0 (got -1)"* ]] ||
   fail "--seed=-1: rc $rc, '$err'"
