@@ -14,8 +14,6 @@ namespace clocksync::hull {
 namespace {
 
 constexpr int64_t kS = 1'000'000'000;
-// After a clock step, a miss of the bound is allowed this long.
-constexpr int64_t kStepGraceNs = 10 * kS;
 
 int64_t Scale(int64_t ns, double scale) {
   return static_cast<int64_t>(std::llround(static_cast<double>(ns) * scale));
@@ -79,7 +77,8 @@ AccuracyResult MeasureAccuracy(const Scenario& scenario, Estimator& est) {
   ProbeSimulator clock(scenario.params);
   auto near_step = [&](int64_t true_ns) {
     for (const ClockStep& step : scenario.params.clock.steps) {
-      if (true_ns >= step.at_ns && true_ns < step.at_ns + kStepGraceNs) {
+      if (true_ns >= step.at_ns &&
+          true_ns < step.at_ns + kAccuracyStepGraceNs) {
         return true;
       }
     }

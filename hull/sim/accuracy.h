@@ -28,6 +28,9 @@ namespace clocksync::hull {
 
 // Errors count from this long after the start (the first window fills).
 inline constexpr int64_t kAccuracyWarmupNs = 60'000'000'000;
+// Within this long after a clock step the error is not counted, and a
+// miss of the bound counts apart (`violations_near_step`).
+inline constexpr int64_t kAccuracyStepGraceNs = 10'000'000'000;
 
 struct AccuracyResult {
   int64_t checks = 0;

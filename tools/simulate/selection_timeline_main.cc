@@ -8,7 +8,8 @@
 // per interval: each one's RMS error over the interval (ns), the candidate
 // answering and the home candidate at the interval's end, the wander W* was
 // computed for, and the references' and the samples' view of the wander.
-// Rows begin after the first minute, which the table does not count.
+// The errors count as in the table (MeasureAccuracy): rows begin after the
+// first minute, and the seconds after a clock step are left out.
 // The accuracy table says how much a scenario loses; this says when, and
 // which choice lost it.
 //
@@ -135,22 +136,25 @@ int main(int argc, char** argv) {
 
   ProbeSimulator sim(scenario.params);
   SimulatedSample s;
+  // Per column: squared errors and checks in the row, and in the run.
   std::vector<double> sum_sq(kFixedColumns + 1, 0.0);
+  std::vector<int64_t> checks(kFixedColumns + 1, 0);
   std::vector<double> total_sq(kFixedColumns + 1, 0.0);
-  int64_t count = 0;
-  int64_t total_count = 0;
-  double row_end_s = every_s;
+  std::vector<int64_t> total_checks(kFixedColumns + 1, 0);
+  auto rms = [](double sum, int64_t n) {
+    return n > 0 ? std::sqrt(sum / static_cast<double>(n)) : NAN;
+  };
   auto print_row = [&](double until_s) {
-    if (count == 0) return;
+    if (checks[kFixedColumns] == 0) return;
     std::printf("| %.0f |", until_s);
     double best = INFINITY;
     for (int c = 0; c <= kFixedColumns; ++c) {
-      const double rms = std::sqrt(sum_sq[c] / static_cast<double>(count));
-      if (c < kFixedColumns) best = std::min(best, rms);
-      std::printf(" %.1f |", rms);
+      const double r = rms(sum_sq[c], checks[c]);
+      if (c < kFixedColumns && r < best) best = r;
+      std::printf(" %.1f |", r);
     }
     const double adaptive_rms =
-        std::sqrt(sum_sq[kFixedColumns] / static_cast<double>(count));
+        rms(sum_sq[kFixedColumns], checks[kFixedColumns]);
     const ReferenceWander& rw = adaptive.reference_wander();
     std::printf(" %.2f | %s | %s | %.3g | %.3g ± %.2g (%.1f) | %s |\n",
                 best > 0 ? adaptive_rms / best : 1.0,
@@ -163,41 +167,51 @@ int main(int argc, char** argv) {
                 rw.effective_count(),
                 adaptive.linearity().wander_seen() ? "wander seen" : "-");
     std::fill(sum_sq.begin(), sum_sq.end(), 0.0);
-    count = 0;
+    std::fill(checks.begin(), checks.end(), 0);
   };
+  // As MeasureAccuracy (hull/sim/accuracy.h) counts: after the first
+  // minute, not within kAccuracyStepGraceNs of a step, each column where
+  // it is synced.
+  auto near_step = [&](int64_t true_ns) {
+    for (const ClockStep& step : scenario.params.clock.steps) {
+      if (true_ns >= step.at_ns &&
+          true_ns < step.at_ns + kAccuracyStepGraceNs) {
+        return true;
+      }
+    }
+    return false;
+  };
+  double row_end_s = every_s;
+  double last_s = 0;
   while (sim.Next(&s)) {
     for (auto& e : fixed) e->Add(s.sample);
     adaptive.Add(s.sample);
-    const double t_s = static_cast<double>(s.true_ns) * 1e-9;
-    while (t_s >= row_end_s) {
+    last_s = static_cast<double>(s.true_ns) * 1e-9;
+    while (last_s >= row_end_s) {
       print_row(row_end_s);
       row_end_s += every_s;
     }
-    if (s.true_ns < kAccuracyWarmupNs) continue;
-    std::vector<double> error(kFixedColumns + 1);
-    bool synced = true;
+    if (s.true_ns < kAccuracyWarmupNs || near_step(s.true_ns)) continue;
     for (int c = 0; c <= kFixedColumns; ++c) {
       const TimeEstimate e = c < kFixedColumns
                                  ? fixed[c]->Estimate(s.sample.t4_ns)
                                  : adaptive.Estimate(s.sample.t4_ns);
-      synced = synced && e.state != SyncState::kUnsynced;
-      error[c] = static_cast<double>(e.global_ns - s.true_global_at_t4_ns);
+      if (e.state == SyncState::kUnsynced) continue;
+      const double error =
+          static_cast<double>(e.global_ns - s.true_global_at_t4_ns);
+      sum_sq[c] += error * error;
+      total_sq[c] += error * error;
+      ++checks[c];
+      ++total_checks[c];
     }
-    if (!synced) continue;
-    for (int c = 0; c <= kFixedColumns; ++c) {
-      sum_sq[c] += error[c] * error[c];
-      total_sq[c] += error[c] * error[c];
-    }
-    ++count;
-    ++total_count;
   }
-  print_row(row_end_s);
-  if (total_count == 0) return 0;
+  print_row(std::min(row_end_s, std::ceil(last_s)));
+  if (total_checks[kFixedColumns] == 0) return 0;
   std::printf("\nafter the first minute:");
   for (int c = 0; c <= kFixedColumns; ++c) {
-    std::printf(" %s %.1f", c < kFixedColumns ? columns[c].name.c_str()
-                                              : "adaptive",
-                std::sqrt(total_sq[c] / static_cast<double>(total_count)));
+    std::printf(" %s %.1f",
+                c < kFixedColumns ? columns[c].name.c_str() : "adaptive",
+                rms(total_sq[c], total_checks[c]));
   }
   std::printf(" ns\n");
   return 0;

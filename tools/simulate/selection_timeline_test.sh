@@ -3,9 +3,11 @@
 # on two scenarios whose choices are known: 102 (a linear clock) ends
 # answering from the longest window, 103 (loopback, wandering as the
 # allowance says) from the shortest; a row per interval, the whole run's
-# line, a random scenario by index, and bad flags exit 2 naming the value.
+# line (the accuracy table's figures for that seed), a random scenario by
+# index, and bad flags exit 2 naming the value.
 set -euo pipefail
 bin="${TEST_SRCDIR}/${TEST_WORKSPACE}/tools/simulate/selection_timeline"
+table="${TEST_SRCDIR}/${TEST_WORKSPACE}/tools/simulate/accuracy_table"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 # | until s | 37.5 s | 75 s | 150 s | 300 s | 600 s | adaptive | / best |
@@ -22,6 +24,17 @@ last=$(grep '^| 600 |' <<<"$out") || fail "102: no row until 600 s"
   fail "102: the linear clock should end on the 600 s window: $last"
 grep -q '^after the first minute: 37.5 s [0-9.]* 75 s .* adaptive [0-9.]* ns$' \
   <<<"$out" || fail "102: no whole-run line"
+# The whole run's figures are the accuracy table's for that seed.
+read -r w600 adaptive < <(sed -n 's/^after the first minute:.* 600 s \([0-9.]*\) adaptive \([0-9.]*\) ns$/\1 \2/p' <<<"$out")
+# (The table exits 1: 102 misses its target.)
+table_out=$("$table" --seeds=1 --scenarios=102-large-offset-linear || true)
+row=$(grep '^| 102-large-offset-linear |' <<<"$table_out") ||
+  fail "no table row for 102: $table_out"
+table_600=$(field "$row" 7 | tr -d '*')
+table_adaptive=$(field "$row" 8)
+awk -v a="$w600" -v b="$table_600" -v c="$adaptive" -v d="$table_adaptive" \
+  'BEGIN { r = (a < 10) ? 10 : 1; exit !(int(a * r + 0.5) == int(b * r + 0.5) && int(c * r + 0.5) == int(d * r + 0.5)) }' ||
+  fail "102: 600 s $w600 and adaptive $adaptive ns, the table $table_600 and $table_adaptive"
 
 out=$("$bin" --scenario=103-loopback-10hz --every_s=300)
 echo "$out"
