@@ -81,7 +81,12 @@
 //    median, and a range counts as blown up only a whole window after the
 //    windows began filling or were restarted. When the home's levels are
 //    not eligible, the nearest eligible candidate stands in for it
-//    (shorter first when they are young, longer first when congested).
+//    (shorter first when they are young, longer first when congested),
+//    unless they are congested, not young, and the stand-in predicted
+//    worse before the episode (its paired score against the home, which
+//    stops while the episode lasts) than a quarter of the home's range
+//    growth, squared: a queue moves a level's middle by at most half the
+//    growth, and on a steep swing the longer stand-in lags by far more.
 //    Congestion is also seen directly, in the round trips (RoundTrips,
 //    round_trips.h): a run of 8 round trips above the clean limit (the
 //    clean minimum + 2 × the clean spread, the median of the last spreads
@@ -178,6 +183,7 @@
 #ifndef CLOCKSYNC_HULL_ADAPTIVE_ESTIMATOR_H_
 #define CLOCKSYNC_HULL_ADAPTIVE_ESTIMATOR_H_
 
+#include <algorithm>
 #include <array>
 #include <deque>
 #include <memory>
@@ -231,8 +237,12 @@ class AdaptiveWindowEstimator final : public Estimator {
   // Level k's score against the longest window: the weighted mean of the
   // paired difference of squared errors (ns²; negative = k is better) and
   // its upper confidence bound. 0 for level 0 and before any checkpoint.
-  double score(int level) const;
-  double score_upper_bound(int level) const;
+  double score(int level) const {
+    return level <= 0 ? 0 : PairedMean(2 * level, 0);
+  }
+  double score_upper_bound(int level) const {
+    return level <= 0 ? 0 : PairedUpperBound(2 * level, 0);
+  }
   // Checkpoints scored, and those left out as impure.
   uint64_t checkpoints_scored() const { return checkpoints_scored_; }
   uint64_t checkpoints_impure() const { return checkpoints_impure_; }
@@ -288,6 +298,16 @@ class AdaptiveWindowEstimator final : public Estimator {
   // Against the home (against_home), the errors count as correlated over
   // the longer window of the pair (home_overlap_).
   double PairedUpperBound(int a, int b, bool against_home = false) const;
+  // The mean of (θ_a − ref)² − (θ_b − ref)² (ns²), 0 before any checkpoint.
+  double PairedMean(int a, int b) const {
+    const double w = weight_sum_[PairKind(a, b)];
+    return w <= 0 ? 0 : scores_[Pair(a, b)].sum_d / w;
+  }
+  // Whether the home, its levels not young but congested, should answer
+  // rather than `stand_in`, the nearest eligible candidate (step 4).
+  bool HomeOutlastsCongestion(
+      int home, int stand_in,
+      const std::array<double, kMaxLevels>& hull_range) const;
   double ComputePairedUpperBound(int a, int b, bool against_home) const;
   // Which reference candidates a and b are compared on: 1 (the long one)
   // when both lean on windows at least kLongPairWindows long references,
@@ -313,7 +333,12 @@ class AdaptiveWindowEstimator final : public Estimator {
   void Select(const std::array<TimeEstimate, kMaxLevels>& now,
               const std::array<double, kMaxLevels>& allowance, int64_t x);
   // Adds the current ranges to the rings and updates their medians.
-  void RecordRanges();
+  void RecordRanges() {
+    for (size_t k = 0; k < levels_.size(); ++k) {
+      ranges_[k].Add(current_range_[k]);
+      median_range_[k] = std::max(ranges_[k].median(), 1.0);
+    }
+  }
   // The home candidate: the window the delay spread and the configured
   // wander allowance call for (see the header). Records the spread.
   int HomeCandidate(int64_t x);
@@ -324,7 +349,13 @@ class AdaptiveWindowEstimator final : public Estimator {
   TimeEstimate Answer(const TimeEstimate& selected, double allowance_ns,
                       const TimeEstimate& longer, int64_t local_ns) const;
   // Samples each level's drift a window apart (see wander_).
-  void RecordDrifts(const std::array<TimeEstimate, kMaxLevels>& now, int64_t x);
+  void RecordDrifts(const std::array<TimeEstimate, kMaxLevels>& now,
+                    int64_t x) {
+    for (size_t k = 0; k < levels_.size(); ++k) {
+      wander_[k].Record(now[k], levels_[k]->window_span_ns(),
+                        levels_[k]->config().window_ns, x);
+    }
+  }
   // True when the drifts show the clock wandering far less than the
   // configured allowance (a linear clock at this noise level), and the
   // references, once they count, do not read more.
