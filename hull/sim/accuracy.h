@@ -28,9 +28,6 @@ namespace clocksync::hull {
 
 // Errors count from this long after the start (the first window fills).
 inline constexpr int64_t kAccuracyWarmupNs = 60'000'000'000;
-// Within this long after a clock step the error is not counted, and a
-// miss of the bound counts apart (`violations_near_step`).
-inline constexpr int64_t kAccuracyStepGraceNs = 10'000'000'000;
 
 struct AccuracyResult {
   int64_t checks = 0;
@@ -58,6 +55,11 @@ Scenario SeededScenario(const Scenario& scenario, int seed_index);
 // congestion episodes) at the same fraction of its duration; a sine keeps
 // its period. For the short form in tests.
 Scenario ScaledScenario(const Scenario& scenario, double scale);
+
+// Whether true time `true_ns` lies within 10 s after one of the
+// scenario's clock steps: there the error is not counted, and a miss of
+// the bound counts apart (`violations_near_step`).
+bool NearClockStep(const Scenario& scenario, int64_t true_ns);
 
 // Feeds the scenario's samples to `estimator` (fresh) and measures it.
 AccuracyResult MeasureAccuracy(const Scenario& scenario, Estimator& estimator);

@@ -170,17 +170,7 @@ int main(int argc, char** argv) {
     std::fill(checks.begin(), checks.end(), 0);
   };
   // As MeasureAccuracy (hull/sim/accuracy.h) counts: after the first
-  // minute, not within kAccuracyStepGraceNs of a step, each column where
-  // it is synced.
-  auto near_step = [&](int64_t true_ns) {
-    for (const ClockStep& step : scenario.params.clock.steps) {
-      if (true_ns >= step.at_ns &&
-          true_ns < step.at_ns + kAccuracyStepGraceNs) {
-        return true;
-      }
-    }
-    return false;
-  };
+  // minute, not just after a clock step, each column where it is synced.
   double row_end_s = every_s;
   double last_s = 0;
   while (sim.Next(&s)) {
@@ -191,7 +181,9 @@ int main(int argc, char** argv) {
       print_row(row_end_s);
       row_end_s += every_s;
     }
-    if (s.true_ns < kAccuracyWarmupNs || near_step(s.true_ns)) continue;
+    if (s.true_ns < kAccuracyWarmupNs || NearClockStep(scenario, s.true_ns)) {
+      continue;
+    }
     for (int c = 0; c <= kFixedColumns; ++c) {
       const TimeEstimate e = c < kFixedColumns
                                  ? fixed[c]->Estimate(s.sample.t4_ns)
