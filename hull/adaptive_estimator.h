@@ -161,7 +161,11 @@
 //    wandering at σ misses by about 0.025 σ² S³ in mean square, and
 //    Σ e² below 0.025 (0.2 σ)² Σ S³ over 2 checkpoints (by 56 s) counts
 //    as linear (a kernel-stamped linear clock, 109, answers from the
-//    longest window 40–75 s earlier). Either verdict needs the references,
+//    longest window 40–75 s earlier). So does the references' σ² ± 1
+//    standard error lying wholly below (0.1 σ)² once they count 4
+//    readings (often minutes before a level's drifts have 3
+//    differences: a linear clock at 1–2 probes/s with loss, 390
+//    against 760 s). Every verdict needs the references,
 //    once they count 4 readings, to agree: their estimate of σ² below
 //    (0.1 σ)² as well (one level's drifts can stay nearly unchanged for a
 //    few hundred seconds on a clock that wanders as the allowance says),
