@@ -557,11 +557,8 @@ void AdaptiveWindowEstimator::Select(
 bool AdaptiveWindowEstimator::WanderNegligible(int64_t x) const {
   const double limit =
       kNegligibleWanderFraction * config_.base.wander_ppb_per_sqrt_s;
-  // Once the references count, their estimate must be below the limit
-  // too (111 at 5 probes/s, seed 15: one level's drifts stayed still from
-  // 540 to 690 s while the references read 0.2 ± 0.2 ppb²/s), and the
-  // samples must fit a line (linearity_check.h: with kernel timestamps a
-  // tenth of the allowance hides in the drifts' noise, not in theirs).
+  // The references' estimate (once they count) and the samples' check
+  // veto every verdict (see the header, step 5).
   const bool counted =
       reference_wander_.effective_count() >= kReferenceMinReadings;
   const double w2 = reference_wander_.wander2();
@@ -569,8 +566,7 @@ bool AdaptiveWindowEstimator::WanderNegligible(int64_t x) const {
   for (size_t k = 0; k < levels_.size(); ++k) {
     if (wander_[k].Negligible(limit)) return true;
   }
-  // Or the references' σ² ± 1 standard error (W*'s interval) lies wholly
-  // below it (r9 of random seed 3: from 390 s; by the drifts, 780 s).
+  // Or the references' σ² ± 1 standard error lies wholly below it.
   if (counted && w2 + reference_wander_.wander2_error() < limit * limit) {
     return true;
   }
@@ -636,10 +632,9 @@ int AdaptiveWindowEstimator::HomeCandidate(int64_t x) {
   for (int step = 0;
        step < kCleanWindowSteps && round_trips_.congested_intervals() > 0;
        ++step) {
+    const int64_t from_x = x - static_cast<int64_t>(home_s * 1e9);
     const double longer_s =
-        clean_home_s +
-        round_trips_.CongestedNs(x - static_cast<int64_t>(home_s * 1e9), x) *
-            1e-9;
+        clean_home_s + round_trips_.CongestedNs(from_x, x) * 1e-9;
     if (longer_s <= home_s + 1e-3) break;
     home_s = longer_s;
   }
@@ -756,6 +751,11 @@ AddResult AdaptiveWindowEstimator::Add(const ProbeSample& s) {
                           now[std::max(0, selected_ - 1)], x);
   last_estimate_x_ = x;
   have_last_estimate_ = true;
+  reference_asymmetry_.AddSample(
+      s.t1_ns, static_cast<double>(request_offset - anchor_y_), s.t4_ns,
+      static_cast<double>(response_offset - anchor_y_),
+      last_estimate_.drift_ppb * 1e-9,
+      round_trips_.congested() || last_estimate_.state == SyncState::kUnsynced);
   return result;
 }
 

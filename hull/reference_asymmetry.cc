@@ -15,6 +15,9 @@ double ReferenceAsymmetry::Reference(int kind, int64_t x_ns, double upper_ns,
   const double middle = (upper_ns + lower_ns) / 2;
   const double width = upper_ns - lower_ns;
   if (learn) AddWidth(kind, width);
+  if (count_ < kMinDifferences) {
+    early_widths_[static_cast<size_t>(kind)].Add(width);
+  }
   const double reference = middle - Miss(kind, width);
   if (learn && kind == 0) AddShort(x_ns, middle, width, slope);
   return reference;
@@ -47,6 +50,43 @@ void ReferenceAsymmetry::AddShort(int64_t x_ns, double middle_ns,
   last_width_ = width_ns;
 }
 
+void ReferenceAsymmetry::AddSample(int64_t request_x, double request_offset,
+                                   int64_t response_x, double response_offset,
+                                   double slope, bool skip) {
+  if (count_ >= kMinDifferences) return;  // k is measured now.
+  if (skip) {  // Nor is the next one differenced against it.
+    have_sample_ = false;
+    return;
+  }
+  if (have_sample_) {
+    // Successive offsets after the slope: θ's own change cancels, and
+    // each direction's delay differences remain.
+    const double df = (request_offset - last_request_) -
+                      slope * static_cast<double>(request_x - last_request_x_);
+    const double db = (response_offset - last_response_) -
+                      slope * static_cast<double>(response_x - last_response_x_);
+    forward_.Add(std::abs(df));
+    backward_.Add(std::abs(db));
+  }
+  have_sample_ = true;
+  last_request_x_ = request_x;
+  last_response_x_ = response_x;
+  last_request_ = request_offset;
+  last_response_ = response_offset;
+}
+
+double ReferenceAsymmetry::prior_slope() const {
+  if (forward_.count() < kSpreadSamples) return 0;
+  const double forward = forward_.median();
+  const double backward = backward_.median();
+  if (!(forward > 0) || !(backward > 0)) return 0;
+  // ½ tanh(ln r) = (r² − 1) / (2 (r² + 1)): k for exponential excess
+  // minima, whose variances go as their spreads squared.
+  const double r = std::log(forward / backward);
+  const double beyond = std::max(0.0, std::abs(r) - kPriorDeadZone);
+  return std::copysign(std::tanh(beyond) / 2, r);
+}
+
 double ReferenceAsymmetry::slope() const {
   return sum_ww_ > 0 ? sum_mw_ / sum_ww_ : 0.0;
 }
@@ -63,7 +103,12 @@ double ReferenceAsymmetry::slope_error() const {
 
 double ReferenceAsymmetry::Miss(int kind, double width_ns) const {
   const RecentValues<kWidths>& widths = widths_[static_cast<size_t>(kind)];
-  if (count_ < kMinDifferences || widths.count() == 0) return 0;
+  if (count_ < kMinDifferences) {  // The prior k, from the samples.
+    const RecentValues<kWidths>& early =
+        early_widths_[static_cast<size_t>(kind)];
+    return early.count() == 0 ? 0 : prior_slope() * (width_ns - early.min());
+  }
+  if (widths.count() == 0) return 0;
   // k shrunk towards 0 by how well it stands out from its noise: all of
   // it far beyond kSignificance standard errors, none within them.
   const double k_raw = slope();

@@ -46,6 +46,23 @@
 // width is larger (with the plain one, k stood out by 3 standard errors
 // on 10 of 20 seeds of equal jitter).
 //
+// k needs kMinDifferences differences of references learnt from 4 D on:
+// about 300 s. Until then the references would miss as the short windows
+// do, and the shortest would answer (1 ms of jitter one way at 20
+// probes/s: 1,037 against 98 ns for the 150 s window, 120–420 s). The
+// samples tell the two directions apart sooner: successive samples'
+// offsets, after the answer's slope, differ by their delays' differences
+// only (θ's own change cancels), and the median |difference| each way
+// is the spread of that direction's delays (μ ln 2 for an exponential
+// of mean μ). For exponential delays the minima's variances go as μ², so
+// k = ½ tanh(ln(μ_fwd / μ_back)); the prior k is that, with the log
+// ratio's first kPriorDeadZone taken off (below it: 0), over the last
+// kSpreadSamples samples outside congestion episodes, applied to a
+// reference's width above the smallest since the start. It stands until
+// the regression has its differences (`accuracy_table --kinds`, one way
+// 10–500 times the other at 20 probes/s: 4 of 8 misses on seeds 10–19
+// before, 0 after).
+//
 // Thread safety: none; one owner.
 
 #ifndef CLOCKSYNC_HULL_REFERENCE_ASYMMETRY_H_
@@ -72,6 +89,13 @@ class ReferenceAsymmetry {
   // 37.5 s shortest window; with 31, 113's route change cost 0.18 → 0.58 ×
   // the best fixed window while the floors' old sum stayed among them).
   static constexpr int kWidths = 16;
+  // The prior k: successive samples' differences held per direction, and
+  // the log ratio of their spreads that counts for nothing (a ratio
+  // within e^1.5 ≈ 4.5: at 0.5, 109's 5:1 kernel stamps missed on seeds
+  // 0–9, 1.047 × the best fixed window; at 1, they were above the 300 s
+  // window; the regression measures such ratios in time).
+  static constexpr int kSpreadSamples = 63;
+  static constexpr double kPriorDeadZone = 1.5;
 
   // `memory_ns`: older references weigh e^(−age / memory_ns).
   explicit ReferenceAsymmetry(int64_t memory_ns);
@@ -89,9 +113,22 @@ class ReferenceAsymmetry {
   // then (ns per ns), for k. In increasing x.
   void AddShort(int64_t x_ns, double middle_ns, double width_ns,
                 double slope);
-  // Forgets the last short reference (a step: θ jumps across it); what
-  // was learnt stays (the network did not change).
-  void Restart() { have_last_ = false; }
+  // A sample's bounds of θ: its request offset (ns, any fixed origin) at
+  // local time request_x (t1) and its response offset at response_x (t4),
+  // with the answer's slope (ns per ns); `skip`: not counted (in a
+  // congestion episode, or before any answer). For the prior k,
+  // until k rests on kMinDifferences differences.
+  void AddSample(int64_t request_x, double request_offset, int64_t response_x,
+                 double response_offset, double slope, bool skip);
+  // The prior k (see the header); 0 until kSpreadSamples are held.
+  double prior_slope() const;
+
+  // Forgets the last short reference and sample (a step: θ jumps across
+  // it); what was learnt stays (the network did not change).
+  void Restart() {
+    have_last_ = false;
+    have_sample_ = false;
+  }
 
   // How far the middle of a reference of `kind` and `width_ns` misses θ
   // (ns; subtract it), 0 until k is significant.
@@ -104,6 +141,17 @@ class ReferenceAsymmetry {
  private:
   int64_t memory_ns_;
   std::array<RecentValues<kWidths>, 2> widths_;
+  // The prior k's: the widths since the start (the regression's are
+  // those from when it learns), and each direction's |difference| of
+  // successive samples' offsets after the slope.
+  std::array<RecentValues<kWidths>, 2> early_widths_;
+  RecentValues<kSpreadSamples> forward_;
+  RecentValues<kSpreadSamples> backward_;
+  bool have_sample_ = false;
+  int64_t last_request_x_ = 0;
+  int64_t last_response_x_ = 0;
+  double last_request_ = 0;
+  double last_response_ = 0;
   // The regression of Δmiddle (after the slope) on Δwidth, weighted; the
   // fourth-order sums give its robust standard error.
   double sum_mw_ = 0;

@@ -171,5 +171,73 @@ TEST(ReferenceAsymmetryTest, NothingBeforeEnoughDifferences) {
   EXPECT_EQ(asymmetry.count(), ReferenceAsymmetry::kMinDifferences - 1);
 }
 
+// Samples at 20 probes/s of a clock at 25 ppm (the slope known to 10 ppb),
+// each way a floor plus an exponential of the given mean; `congested_every`
+// > 0 sends every so many samples a 5 ms queue back, marked as skipped.
+ReferenceAsymmetry WithSamples(double forward_mean_ns, double backward_mean_ns,
+                               uint64_t seed, int congested_every = 0) {
+  ReferenceAsymmetry asymmetry(600 * kS);
+  std::mt19937_64 rng(seed);
+  std::exponential_distribution<double> unit(1);
+  const double slope = 25e-6;
+  for (int i = 0; i < 400; ++i) {
+    const int64_t t1 = i * 50'000'000LL;
+    const int64_t t4 = t1 + 200'000;
+    const double theta1 = 1e9 + slope * static_cast<double>(t1);
+    const double theta4 = 1e9 + slope * static_cast<double>(t4);
+    const bool congested = congested_every > 0 && i % congested_every == 0;
+    const double queue = congested ? 5e6 : 0;
+    asymmetry.AddSample(t1, theta1 + 40'000 + forward_mean_ns * unit(rng), t4,
+                        theta4 - 40'000 - queue - backward_mean_ns * unit(rng),
+                        slope + 1e-8, congested);
+  }
+  return asymmetry;
+}
+
+// Until the regression has its differences, k comes from the samples: with
+// jitter one way, about ½ (½ tanh(ln 100 − 1.5) = 0.498), and the
+// references' miss is taken out from the first one on.
+TEST(ReferenceAsymmetryTest, SamplesGiveAPriorForJitterOneWay) {
+  for (uint64_t seed = 1; seed <= 5; ++seed) {
+    const ReferenceAsymmetry forward = WithSamples(1'000'000, 10'000, seed);
+    EXPECT_NEAR(forward.prior_slope(), 0.5, 0.03) << seed;
+    const ReferenceAsymmetry backward = WithSamples(10'000, 1'000'000, seed);
+    EXPECT_NEAR(backward.prior_slope(), -0.5, 0.03) << seed;
+  }
+  ReferenceAsymmetry asymmetry = WithSamples(1'000'000, 10'000, 7);
+  ASSERT_EQ(asymmetry.count(), 0);
+  // Two references: the narrower's middle stands, the wider one's moves
+  // down by k times the difference.
+  EXPECT_EQ(asymmetry.Reference(0, 0, 41'000, -41'000, 0, /*learn=*/false),
+            0);
+  const double k = asymmetry.prior_slope();
+  EXPECT_NEAR(asymmetry.Reference(0, 0, 1'041'000, -41'000, 0, false),
+              500'000 - k * 1'000'000, 1e-6);
+}
+
+// Within the dead zone nothing is inferred: the same jitter both ways, or
+// 2:1 (the regression measures that); and a congestion episode's samples
+// (marked) do not read as jitter back.
+TEST(ReferenceAsymmetryTest, NoPriorForComparableJitter) {
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    EXPECT_EQ(WithSamples(20'000, 20'000, seed).prior_slope(), 0) << seed;
+    EXPECT_EQ(WithSamples(20'000, 10'000, seed).prior_slope(), 0) << seed;
+    EXPECT_EQ(WithSamples(20'000, 20'000, seed, /*congested_every=*/3)
+                  .prior_slope(),
+              0)
+        << seed;
+  }
+}
+
+// Too few samples: no prior.
+TEST(ReferenceAsymmetryTest, NoPriorFromAFewSamples) {
+  ReferenceAsymmetry asymmetry(600 * kS);
+  for (int i = 0; i < ReferenceAsymmetry::kSpreadSamples; ++i) {
+    asymmetry.AddSample(i * 50'000'000LL, 1e6 * (i % 2), i * 50'000'000LL,
+                        0, 0, false);
+  }
+  EXPECT_EQ(asymmetry.prior_slope(), 0);  // One difference short.
+}
+
 }  // namespace
 }  // namespace clocksync::hull
