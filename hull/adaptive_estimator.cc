@@ -105,23 +105,6 @@ constexpr double kEarlyMinSpanFraction = 0.75;
 // bound (DriftWander::UpperBound), never below this (ppb/√s).
 constexpr double kMinHomeWander = 1e-6;
 
-// The references' wander (reference_wander.h) moves the home once it has
-// this many independent readings, outside its estimate ± this many
-// standard errors (of σ²): one (random scenarios, seeds 1–5: 93 → 102 of
-// 200 hold; 99 with 1.645, 67 with the point estimate alone, which is
-// noisy for minutes).
-constexpr double kReferenceMinReadings = 4;
-constexpr double kReferenceWanderZ = 1.0;
-// From this many readings on, the references count where their interval
-// lies wholly above the allowance, and below kReferenceEarlyMaxRatio
-// times it in σ: a swing shows as soon as two spacings have triples (on
-// 114 the home shortens at 110 s instead of 120 s: 1.040 → 1.031 ×); a
-// fit of so few readings that calls the clock wandering faster than that
-// measures the references' own noise (110, 1 ms of jitter at 1 probe/s:
-// 250–680 ppb/√s from 2.7 readings; without the limit 1.047 ×).
-constexpr double kReferenceEarlyReadings = 2;
-constexpr double kReferenceEarlyMaxRatio = 20;
-
 // A level whose window is more than this fraction congested (as the round
 // trips show it, hull/round_trips.h) may not answer: its hulls rest on
 // delayed samples, whatever its range says.
@@ -566,8 +549,10 @@ bool AdaptiveWindowEstimator::WanderNegligible(int64_t x) const {
   for (size_t k = 0; k < levels_.size(); ++k) {
     if (wander_[k].Negligible(limit)) return true;
   }
-  // Or the references' σ² ± 1 standard error lies wholly below it.
-  if (counted && w2 + reference_wander_.wander2_error() < limit * limit) {
+  // Or the references' interval's upper end (as for W*) lies below it.
+  if (counted && w2 + kReferenceWanderUpperZ *
+                           reference_wander_.wander2_error() <
+                     limit * limit) {
     return true;
   }
   return EarlyWanderNegligible(x);
@@ -608,9 +593,10 @@ int AdaptiveWindowEstimator::HomeCandidate(int64_t x) {
   // allowance too (a clock wandering faster than it: a shorter home).
   const double readings = reference_wander_.effective_count();
   const double s2 = reference_wander_.wander2();
-  const double e = kReferenceWanderZ * reference_wander_.wander2_error();
-  const double upper = std::sqrt(std::max(0.0, s2 + e));
-  const double lower = std::sqrt(std::max(0.0, s2 - e));
+  const double se = reference_wander_.wander2_error();
+  const double upper =
+      std::sqrt(std::max(0.0, s2 + kReferenceWanderUpperZ * se));
+  const double lower = std::sqrt(std::max(0.0, s2 - kReferenceWanderZ * se));
   const double allowance = config_.base.wander_ppb_per_sqrt_s;
   if (readings >= kReferenceMinReadings ||
       (readings >= kReferenceEarlyReadings && lower > allowance &&

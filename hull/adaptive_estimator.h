@@ -118,8 +118,9 @@
 //    of three references misses the chord of the outer two, at spacings
 //    of D to 16 D, from the first reference on; those a congestion
 //    episode touched are left out): once they count 4 independent
-//    readings, the allowance stands only inside their σ² ± 1 standard
-//    error; outside it the nearer end does, below the allowance (and
+//    readings, the allowance stands only inside their interval, σ² less
+//    1 standard error to σ² plus 0.75; outside it the nearer end does,
+//    below the allowance (and
 //    below the drifts' bound) or above it (a clock wandering faster than
 //    the allowance: a shorter home). From 2 readings they count only
 //    where that interval lies wholly above the allowance and below 20
@@ -161,8 +162,8 @@
 //    wandering at σ misses by about 0.025 σ² S³ in mean square, and
 //    Σ e² below 0.025 (0.2 σ)² Σ S³ over 2 checkpoints (by 56 s) counts
 //    as linear (a kernel-stamped linear clock, 109, answers from the
-//    longest window 40–75 s earlier). So does the references' σ² ± 1
-//    standard error lying wholly below (0.1 σ)² once they count 4
+//    longest window 40–75 s earlier). So does the references' interval
+//    lying wholly below (0.1 σ)² once they count 4
 //    readings (often minutes before a level's drifts have 3
 //    differences: a linear clock at 1–2 probes/s with loss, 390
 //    against 760 s). Every verdict needs the references,
@@ -270,6 +271,27 @@ class AdaptiveWindowEstimator final : public Estimator {
   const LinearityCheck& linearity() const { return linearity_; }
 
  private:
+  // The references' wander (reference_wander.h) moves the home once it has
+  // this many independent readings, outside its estimate ± this many
+  // standard errors (of σ²): one (random scenarios, seeds 1–5: 93 → 102 of
+  // 200 hold; 99 with 1.645, 67 with the point estimate alone, which is
+  // noisy for minutes). The interval's upper end, which lets a quiet
+  // clock's home grow and gives the linear verdict (step 5), at 0.75 of
+  // them (random 119 → 121 of 200, 102 1.745 → 1.640 ×; at 0.5, 120 and
+  // `111/rate=5Hz` misses; the lower end at 0.75 too: `--kinds` 73 → 71).
+  static constexpr double kReferenceMinReadings = 4;
+  static constexpr double kReferenceWanderZ = 1.0;
+  static constexpr double kReferenceWanderUpperZ = 0.75;
+  // From this many readings on, the references count where their interval
+  // lies wholly above the allowance, and below kReferenceEarlyMaxRatio
+  // times it in σ: a swing shows as soon as two spacings have triples (on
+  // 114 the home shortens at 110 s instead of 120 s: 1.040 → 1.031 ×); a
+  // fit of so few readings that calls the clock wandering faster than that
+  // measures the references' own noise (110, 1 ms of jitter at 1 probe/s:
+  // 250–680 ppb/√s from 2.7 readings; without the limit 1.047 ×).
+  static constexpr double kReferenceEarlyReadings = 2;
+  static constexpr double kReferenceEarlyMaxRatio = 20;
+
   // Level estimates recorded at one instant, and the reference the samples
   // after it give for θ at that instant (offsets relative to anchor_y_).
   struct Checkpoint {
