@@ -49,7 +49,8 @@
 // k needs kMinDifferences differences of references learnt from 4 D on:
 // about 300 s. Until then the references would miss as the short windows
 // do, and the shortest would answer (1 ms of jitter one way at 20
-// probes/s: 1,037 against 98 ns for the 150 s window, 120–420 s). The
+// probes/s: from 120 to 420 s; at 300–360 s 1,037 ns RMS against 98 for
+// the 150 s window). The
 // samples tell the two directions apart sooner: successive samples'
 // offsets, after the answer's slope, differ by their delays' differences
 // only (θ's own change cancels), and the median |difference| each way
