@@ -363,10 +363,11 @@ TEST(ScenarioWanderTest, ReferencesVetoALinearVerdictOnAWanderingClock) {
   EXPECT_EQ(longest_home_samples, 0);
 }
 
-// The linear verdict from the references alone, once their σ² ± 1
-// standard error lies wholly below a tenth of the allowance's
-// (adaptive_estimator.h, step 5): random scenario r9 of seed 3, a linear
-// clock at 1.9 probes/s with 30 % loss and 2.9 times the jitter one way.
+// The linear verdict from the references alone, once their interval
+// (σ² up to 0.75 standard errors above) lies wholly below a tenth of the
+// allowance's (adaptive_estimator.h, step 5): random scenario r9 of seed
+// 3, a linear clock at 1.9 probes/s with 30 % loss and 2.9 times the
+// jitter one way.
 // The drifts' verdict needs a level's drift at 3 spacings of its window;
 // the references bound the wander sooner: the longest window is home
 // before 450 s on 8 of seeds 0-9 (by the drifts alone, 6: seed 0 at 759 s,
