@@ -52,7 +52,11 @@ done
 
 deploy/setup.sh >/dev/null
 output_base="${HOME:-/root}/.cache/clocksync-fuzz-bazel"
-bazel --output_base="$output_base" build --config=fuzz "${targets[@]}" >&2
+# No convenience symlinks: the workspace's bazel-* links stay on the main
+# build (pointed at this output base, `bazel test //...` would walk its
+# external repositories through bazel-<directory>).
+bazel --output_base="$output_base" build --config=fuzz --symlink_prefix=/ \
+  "${targets[@]}" >&2
 bin="$(bazel --output_base="$output_base" info --config=fuzz bazel-bin 2>/dev/null)"
 work="$(mktemp -d /tmp/clocksync-fuzz.XXXXXX)"
 echo "fuzz.sh: ${#names[@]} harnesses, $seconds s each, logs and findings in $work"
