@@ -464,8 +464,15 @@ int ProbeRequester::HandleBatch(int count, int64_t raw_after_receive_ns,
 
 void ProbeRequester::CompleteHeld(int64_t prev_t3_ns) {
   hull::ProbeSample& sample = held_.result.sample;
+  // The parent's time between receive and send, (t3 − t2), cannot exceed
+  // the exchange's round trip on this clock, (t4 − t1), by more than the
+  // two clocks' rate difference allows (kMaxRateDiffPpm, 1000 ppm): a
+  // later stamp would give a negative round trip (a conversion made from
+  // a preempted calibration reading, or a stamp of another send).
+  const int64_t exchange_ns = sample.t4_ns - sample.t1_ns;
   if (prev_t3_ns < sample.t2_ns ||
-      prev_t3_ns > sample.t3_ns + kMaxPreviousStampLateNs) {
+      prev_t3_ns > sample.t3_ns + kMaxPreviousStampLateNs ||
+      prev_t3_ns - sample.t2_ns > exchange_ns + exchange_ns / 1000 + 1) {
     // Not this exchange's departure: keep the user-space t3.
     Bump(counters_.bad_previous_stamps);
     Bump(counters_.interleave_misses);
