@@ -466,13 +466,16 @@ void ProbeRequester::CompleteHeld(int64_t prev_t3_ns) {
   hull::ProbeSample& sample = held_.result.sample;
   // The parent's time between receive and send, (t3 − t2), cannot exceed
   // the exchange's round trip on this clock, (t4 − t1), by more than the
-  // two clocks' rate difference allows (kMaxRateDiffPpm, 1000 ppm): a
-  // later stamp would give a negative round trip (a conversion made from
-  // a preempted calibration reading, or a stamp of another send).
+  // two clocks' rate difference allows (kMaxRateDiffPpm, 1000 ppm) and the
+  // sample's widening on each side (parent_bound_ns: t2 and t4 are the
+  // middles of their ranges): a later stamp would put the response point
+  // above the request point even when widened.
   const int64_t exchange_ns = sample.t4_ns - sample.t1_ns;
+  const int64_t longest_turn_ns =
+      exchange_ns + exchange_ns / 1000 + 1 + 2 * sample.parent_bound_ns;
   if (prev_t3_ns < sample.t2_ns ||
       prev_t3_ns > sample.t3_ns + kMaxPreviousStampLateNs ||
-      prev_t3_ns - sample.t2_ns > exchange_ns + exchange_ns / 1000 + 1) {
+      prev_t3_ns - sample.t2_ns > longest_turn_ns) {
     // Not this exchange's departure: keep the user-space t3.
     Bump(counters_.bad_previous_stamps);
     Bump(counters_.interleave_misses);

@@ -137,8 +137,8 @@ struct RequesterCounters {
   std::atomic<uint64_t> interleaved{0};
   std::atomic<uint64_t> interleave_misses{0};
   // Previous stamps that did not fit their exchange (before its t2, long
-  // after its t3, or late enough to make its round trip negative):
-  // ignored.
+  // after its t3, or late enough to make its round trip negative even
+  // with the sample's widening): ignored.
   std::atomic<uint64_t> bad_previous_stamps{0};
   // Times the requester fell back to version-1 requests.
   std::atomic<uint64_t> version1_fallbacks{0};
