@@ -67,6 +67,16 @@ int64_t WidenedRoundTripNs(const hull::ProbeSample& s) {
   return RoundTripNs(s) + 2 * s.parent_bound_ns;
 }
 
+// The fake parent's side: takes the child's next request off `parent`.
+void ReceiveRequest(RawSocket& parent, uint16_t* child_port,
+                    ProbePacket* request) {
+  std::vector<uint8_t> bytes;
+  *child_port = parent.Receive(&bytes);
+  ASSERT_NE(*child_port, 0);
+  ASSERT_EQ(DecodeProbe(bytes.data(), bytes.size(), request),
+            DecodeStatus::kOk);
+}
+
 int64_t MinRoundTripNs(const std::vector<ProbeResult>& results) {
   int64_t min_ns = INT64_MAX;
   for (const ProbeResult& r : results) {
@@ -179,12 +189,9 @@ TEST(InterleavedTest, PreviousStampBeyondTheRoundTripIsIgnored) {
   uint64_t last_nonce = 0;
   const auto exchange = [&](int64_t prev_t3_after_ns) {
     ASSERT_TRUE(requester->SendProbe().ok());
-    std::vector<uint8_t> bytes;
-    const uint16_t child_port = parent.Receive(&bytes);
-    ASSERT_NE(child_port, 0);
+    uint16_t child_port = 0;
     ProbePacket request;
-    ASSERT_EQ(DecodeProbe(bytes.data(), bytes.size(), &request),
-              DecodeStatus::kOk);
+    ASSERT_NO_FATAL_FAILURE(ReceiveRequest(parent, &child_port, &request));
     ASSERT_EQ(request.version, kProbeVersion2);
     ProbePacket reply = ReplyTo(request);
     if (prev_t3_after_ns >= 0) {
@@ -284,12 +291,9 @@ TEST(InterleavedTest, FallsBackToVersionOneParentAndBack) {
   // One probe: the parent answers version 1 only (as the old code did).
   const auto probe_once = [&](bool parent_speaks_v2) {
     EXPECT_TRUE(requester->SendProbe().ok());
-    std::vector<uint8_t> bytes;
-    const uint16_t child_port = parent.Receive(&bytes);
-    ASSERT_NE(child_port, 0);
+    uint16_t child_port = 0;
     ProbePacket request;
-    ASSERT_EQ(DecodeProbe(bytes.data(), bytes.size(), &request),
-              DecodeStatus::kOk);
+    ASSERT_NO_FATAL_FAILURE(ReceiveRequest(parent, &child_port, &request));
     if (request.version == kProbeVersion1 || parent_speaks_v2) {
       ProbePacket reply = ReplyTo(request);
       reply.version = request.version;
