@@ -126,8 +126,9 @@ for mode in "${mode_list[@]}"; do
   for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
   for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
   pids=()
+  # The daemon's default estimator (window 300 s, 4 levels), as it ran live.
   "$replay" --input="$work/samples-$mode.csv" --output="$work/replayed-$mode.csv" \
-    >"$work/replay-$mode.txt" 2>&1 || true
+    --window_s=300 --levels=4 >"$work/replay-$mode.txt" 2>&1 || true
   python3 - "$mode" "$work/samples-$mode.csv" "$work/replayed-$mode.csv" \
     "$work/monitor-$mode.json" "$warmup" >>"$work/table" <<'PY'
 import csv, json, math, sys

@@ -74,6 +74,15 @@ std::string ValidateAdaptiveConfig(const AdaptiveConfig& c) {
   return "";
 }
 
+int LevelsDownTo(int64_t window_ns, int64_t shortest_ns) {
+  int levels = 1;
+  while (levels < 8 && shortest_ns > 0 &&
+         (window_ns >> levels) >= shortest_ns) {
+    ++levels;
+  }
+  return levels;
+}
+
 std::unique_ptr<Estimator> MakeEstimator(const AdaptiveConfig& config) {
   if (config.levels == 1) {
     return std::make_unique<TwoHullEstimator>(config.base);

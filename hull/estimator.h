@@ -139,6 +139,12 @@ struct AdaptiveConfig {
 // Returns an empty string when valid, else "key: reason".
 std::string ValidateAdaptiveConfig(const AdaptiveConfig& config);
 
+// The most levels (at most 8) whose shortest window, window_ns /
+// 2^(levels − 1), is still at least shortest_ns; 1 when window_ns is
+// shorter than 2 × shortest_ns. LevelsDownTo(600 s, 37.5 s) is 5 (the
+// library's default), LevelsDownTo(300 s, 37.5 s) 4 (the daemon's).
+int LevelsDownTo(int64_t window_ns, int64_t shortest_ns);
+
 // The online estimate of a parent's global time from probe samples.
 class Estimator {
  public:

@@ -41,6 +41,23 @@ TEST(EstimatorTest, FactoryPicksTheImplementationFromTheConfig) {
   EXPECT_EQ(adaptive->levels(), 4);
 }
 
+// Levels down to a shortest window: the library's and the daemon's
+// defaults, a window too short to halve, and the cap at 8.
+TEST(EstimatorTest, LevelsDownToAShortestWindow) {
+  constexpr int64_t kS = 1'000'000'000;
+  const int64_t shortest = 37'500'000'000;
+  EXPECT_EQ(LevelsDownTo(600 * kS, shortest), AdaptiveConfig{}.levels);
+  EXPECT_EQ(LevelsDownTo(300 * kS, shortest), 4);
+  EXPECT_EQ(LevelsDownTo(100 * kS, shortest), 2);  // 100 and 50 s
+  EXPECT_EQ(LevelsDownTo(74 * kS, shortest), 1);
+  EXPECT_EQ(LevelsDownTo(shortest, shortest), 1);
+  EXPECT_EQ(LevelsDownTo(10 * kS, shortest), 1);
+  EXPECT_EQ(LevelsDownTo(86'400 * kS, shortest), 8);
+  AdaptiveConfig config;
+  config.levels = LevelsDownTo(config.base.window_ns, kS);
+  EXPECT_EQ(ValidateAdaptiveConfig(config), "");
+}
+
 TEST(EstimatorTest, InterfaceAnswersAsTheConcreteEstimator) {
   for (int levels : {1, 3}) {
     SCOPED_TRACE(levels);

@@ -19,10 +19,13 @@ ABSL_FLAG(std::string, input, "",
 ABSL_FLAG(std::string, output, "",
           "Where to write t4,estimate_ns,earliest_ns,latest_ns rows "
           "(default: standard output).");
-ABSL_FLAG(double, window_s, 300, "Sliding window, seconds (the longest).");
-ABSL_FLAG(int, levels, 4,
+ABSL_FLAG(double, window_s, 600,
+          "Sliding window, seconds (the longest). The default is the "
+          "library's (AdaptiveConfig{}); the daemon's is 300.");
+ABSL_FLAG(int, levels, 0,
           "Adaptive window: run windows window_s / 2^k, k < levels, and "
-          "answer from the best predictor; 1 = fixed window.");
+          "answer from the best predictor; 1 = fixed window; 0 = down to "
+          "37.5 s (5 levels at 600 s, 4 at 300 s).");
 ABSL_FLAG(double, wander_ppb_per_sqrt_s, 1.0,
           "Frequency random walk the bound tolerates (0: exact bound for a "
           "linear clock).");
@@ -32,10 +35,16 @@ ABSL_FLAG(double, warmup_s, 60,
           "Accuracy summary (with truth_ns) skips this first stretch.");
 ABSL_FLAG(bool, quiet, false, "No summary on standard error.");
 
+// With --levels=0, the shortest window the levels reach down to: the
+// library default's (600 s / 2^4).
+constexpr int64_t kShortestWindowNs = 37'500'000'000;
+
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "Replays probe samples through the two-hull estimator.\n"
-      "  replay --input=samples.csv [--window_s=300] [--output=out.csv]\n"
+      "  replay --input=samples.csv [--window_s=600] [--levels=0] "
+      "[--output=out.csv]\n"
+      "A fixed window: --levels=1 --window_s=W.\n"
       "Input header: t1,t2,t3,t4 (integer ns; t1,t4 local, t2,t3 parent's "
       "global),\noptionally truth_ns (true global time at t4) for an "
       "accuracy summary.");
@@ -52,6 +61,15 @@ int main(int argc, char** argv) {
   config.base.max_round_trip_ns =
       static_cast<int64_t>(absl::GetFlag(FLAGS_max_round_trip_s) * 1e9);
   config.levels = absl::GetFlag(FLAGS_levels);
+  if (config.levels < 0 || config.levels > 8) {
+    std::cerr << "replay: bad option: --levels=" << config.levels
+              << ": 0 (down to 37.5 s) or 1 to 8\n";
+    return 2;
+  }
+  if (config.levels == 0) {
+    config.levels = clocksync::hull::LevelsDownTo(config.base.window_ns,
+                                                  kShortestWindowNs);
+  }
   const std::string invalid = clocksync::hull::ValidateAdaptiveConfig(config);
   if (!invalid.empty()) {
     std::cerr << "replay: bad option: " << invalid << "\n";
@@ -88,9 +106,17 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (!absl::GetFlag(FLAGS_quiet)) {
+    const double window_s = static_cast<double>(config.base.window_ns) * 1e-9;
     std::cerr << "replay: " << s.samples << " samples, " << s.rejected
               << " rejected, " << s.inconsistencies << " inconsistencies, "
-              << s.synced_rows << " rows synchronized\n";
+              << s.synced_rows << " rows synchronized; ";
+    if (config.levels == 1) {
+      std::cerr << "a fixed window of " << window_s << " s\n";
+    } else {
+      std::cerr << config.levels << " windows, " << window_s << " s down to "
+                << window_s / static_cast<double>(1 << (config.levels - 1))
+                << " s\n";
+    }
     if (s.checks > 0) {
       std::cerr << "accuracy after " << absl::GetFlag(FLAGS_warmup_s)
                 << " s: rms_error_ns=" << s.rms_error_ns

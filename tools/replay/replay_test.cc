@@ -104,12 +104,38 @@ TEST(ReplayTest, BinaryReplaysTheBundledSample) {
   std::string text((std::istreambuf_iterator<char>(summary)),
                    std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("605 samples, 0 rejected"), std::string::npos) << text;
+  // The library's estimator by default.
+  EXPECT_NE(text.find("5 windows, 600 s down to 37.5 s"), std::string::npos)
+      << text;
   EXPECT_NE(text.find("bound_violations=0 of"), std::string::npos) << text;
   std::ifstream rows(out);
   int n = 0;
   std::string line;
   while (std::getline(rows, line)) ++n;
   EXPECT_EQ(n, 606);  // Header + one row per sample.
+  // Levels down to 37.5 s from another longest window; a fixed one.
+  const auto summary_of = [&](const std::string& flags) {
+    const std::string c =
+        "tools/replay/replay --input=tools/replay/testdata/"
+        "chrony_default_10min.csv --output=/dev/null " + flags + " 2>" + err;
+    EXPECT_EQ(std::system(c.c_str()), 0) << flags;
+    std::ifstream f(err);
+    return std::string((std::istreambuf_iterator<char>(f)),
+                       std::istreambuf_iterator<char>());
+  };
+  EXPECT_NE(summary_of("--window_s=300").find("4 windows, 300 s down to 37.5 s"),
+            std::string::npos);
+  EXPECT_NE(summary_of("--window_s=300 --levels=1").find("a fixed window of 300 s"),
+            std::string::npos);
+  const std::string levels_cmd =
+      "tools/replay/replay --input=tools/replay/testdata/chrony_default_10min.csv"
+      " --levels=9 2>" + err;
+  EXPECT_EQ(WEXITSTATUS(std::system(levels_cmd.c_str())), 2);
+  {
+    std::ifstream e(err);
+    std::getline(e, line);
+    EXPECT_EQ(line, "replay: bad option: --levels=9: 0 (down to 37.5 s) or 1 to 8");
+  }
   // A bad file: the error names it and the line, exit status 1.
   const std::string bad = dir + "/bad.csv";
   std::ofstream(bad) << "t1,t2,t3,t4\n1,2,3,4\noops\n";
