@@ -43,8 +43,8 @@ bool ParseSamplesCsv(std::istream& in, const std::string& name,
   static const char* const kColumns[] = {"t1", "t2", "t3", "t4", "truth_ns"};
   std::string line;
   int line_number = 0;
-  size_t columns = 0;  // Read: 4, or 5 with truth_ns.
-  size_t width = 0;    // In each line.
+  size_t width = 0;         // Fields in each line; 0 before the header.
+  size_t truth_column = 0;  // Where truth_ns is (after t4), 0 if none.
   auto fail = [&](const std::string& what) {
     *error = name + ":" + std::to_string(line_number) + ": " + what;
     return false;
@@ -54,7 +54,7 @@ bool ParseSamplesCsv(std::istream& in, const std::string& name,
     const std::string trimmed = Trim(line);
     if (trimmed.empty() || trimmed[0] == '#') continue;
     const std::vector<std::string> fields = SplitCommas(trimmed);
-    if (columns == 0) {
+    if (width == 0) {
       if (fields.size() < 4) {
         return fail("expected the header t1,t2,t3,t4 (optionally ,truth_ns)");
       }
@@ -64,9 +64,11 @@ bool ParseSamplesCsv(std::istream& in, const std::string& name,
                       fields[i] + "', expected '" + kColumns[i] + "'");
         }
       }
-      // Columns after t1..t4[,truth_ns] (a daemon's sample_log has more)
-      // are ignored.
-      columns = fields.size() >= 5 && fields[4] == "truth_ns" ? 5 : 4;
+      // Of the columns after t1..t4 (a daemon's sample_log has more),
+      // truth_ns is read wherever it is; the others are ignored.
+      for (size_t i = 4; i < fields.size() && truth_column == 0; ++i) {
+        if (fields[i] == "truth_ns") truth_column = i;
+      }
       width = fields.size();
       continue;
     }
@@ -75,18 +77,20 @@ bool ParseSamplesCsv(std::istream& in, const std::string& name,
                   std::to_string(fields.size()));
     }
     int64_t v[5] = {};
-    for (size_t i = 0; i < columns; ++i) {
-      if (!ParseInt64(fields[i], &v[i])) {
+    for (size_t i = 0; i < 5; ++i) {
+      const size_t column = i < 4 ? i : truth_column;
+      if (i == 4 && truth_column == 0) break;
+      if (!ParseInt64(fields[column], &v[i])) {
         return fail(std::string(kColumns[i]) + " is not an integer: '" +
-                    fields[i] + "'");
+                    fields[column] + "'");
       }
     }
     ReplaySample s{{v[0], v[1], v[2], v[3]}, std::nullopt};
-    if (columns == 5) s.truth_ns = v[4];
+    if (truth_column != 0) s.truth_ns = v[4];
     out->push_back(s);
   }
   if (in.bad()) return fail("read error");
-  if (columns == 0) {
+  if (width == 0) {
     line_number = 1;
     return fail("empty file: expected the header t1,t2,t3,t4");
   }

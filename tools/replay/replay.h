@@ -5,9 +5,10 @@
 // the samples carry their truth. The //tools/replay:replay tool is a thin main()
 // over this.
 //
-// Input CSV: header `t1,t2,t3,t4` (integer ns), optionally a fifth column
-// `truth_ns`: the true global time at local instant t4 (simulations know
-// it); further columns are ignored (a daemon's sample_log). Output CSV:
+// Input CSV: header `t1,t2,t3,t4` (integer ns), optionally a column
+// `truth_ns` after them: the true global time at local instant t4
+// (simulations know it); other columns are ignored (a daemon's
+// sample_log). Lines starting with '#' are comments. Output CSV:
 // header `t4,estimate_ns,earliest_ns,latest_ns`, one row per input sample,
 // fields after t4 empty until synchronized.
 

@@ -43,6 +43,16 @@ TEST(ReplayTest, ParsesWithAndWithoutTruth) {
   ASSERT_TRUE(Parse("t1,t2,t3,t4,kernel_t1\n1,2,3,4,1\n", &v, &error));
   ASSERT_EQ(v.size(), 1u);
   EXPECT_FALSE(v[0].truth_ns.has_value());
+  // truth_ns wherever it is after t4.
+  v.clear();
+  ASSERT_TRUE(Parse("t1,t2,t3,t4,delay_ns,truth_ns\n1,2,3,4,7,9\n", &v,
+                    &error))
+      << error;
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(*v[0].truth_ns, 9);
+  EXPECT_FALSE(Parse("t1,t2,t3,t4,delay_ns,truth_ns\n1,2,3,4,7,x\n", &v,
+                     &error));
+  EXPECT_EQ(error, "s.csv:2: truth_ns is not an integer: 'x'");
   EXPECT_FALSE(Parse("t1,t2,t3,t4,x\n1,2,3,4\n", &v, &error));
   EXPECT_EQ(error, "s.csv:2: expected 5 fields, got 4");
 }
