@@ -33,8 +33,9 @@ ABSL_FLAG(std::string, query, "",
           "CSV of local times to convert, header 'local_ns'");
 ABSL_FLAG(std::string, method, "",
           "correction: linear (least squares over all exchanges), spline "
-          "(monotone C1 cubic through one point per session) or piecewise "
-          "(straight lines between those points)");
+          "(monotone C1 cubic through one point per session: the middle of "
+          "what its exchanges allow, smoothed across sessions within it) or "
+          "piecewise (straight lines between the sessions' mean exchanges)");
 ABSL_FLAG(
     std::string, output, "",
     "where to write 'local_ns,global_ns' rows (default: standard output)");
