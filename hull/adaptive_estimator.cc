@@ -550,9 +550,7 @@ bool AdaptiveWindowEstimator::WanderNegligible(int64_t x) const {
     if (wander_[k].Negligible(limit)) return true;
   }
   // Or the references' interval's upper end (as for W*) lies below it.
-  if (counted && w2 + kReferenceWanderUpperZ *
-                           reference_wander_.wander2_error() <
-                     limit * limit) {
+  if (counted && ReferenceWanderUpper2() < limit * limit) {
     return true;
   }
   return EarlyWanderNegligible(x);
@@ -594,8 +592,7 @@ int AdaptiveWindowEstimator::HomeCandidate(int64_t x) {
   const double readings = reference_wander_.effective_count();
   const double s2 = reference_wander_.wander2();
   const double se = reference_wander_.wander2_error();
-  const double upper =
-      std::sqrt(std::max(0.0, s2 + kReferenceWanderUpperZ * se));
+  const double upper = std::sqrt(std::max(0.0, ReferenceWanderUpper2()));
   const double lower = std::sqrt(std::max(0.0, s2 - kReferenceWanderZ * se));
   const double allowance = config_.base.wander_ppb_per_sqrt_s;
   if (readings >= kReferenceMinReadings ||

@@ -291,6 +291,12 @@ class AdaptiveWindowEstimator final : public Estimator {
   // 250–680 ppb/√s from 2.7 readings; without the limit 1.047 ×).
   static constexpr double kReferenceEarlyReadings = 2;
   static constexpr double kReferenceEarlyMaxRatio = 20;
+  // The upper end of the references' interval of σ² (ppb²/s): W*'s and
+  // the linear verdict's.
+  double ReferenceWanderUpper2() const {
+    return reference_wander_.wander2() +
+           kReferenceWanderUpperZ * reference_wander_.wander2_error();
+  }
 
   // Level estimates recorded at one instant, and the reference the samples
   // after it give for θ at that instant (offsets relative to anchor_y_).

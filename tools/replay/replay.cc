@@ -77,9 +77,9 @@ bool ParseSamplesCsv(std::istream& in, const std::string& name,
                   std::to_string(fields.size()));
     }
     int64_t v[5] = {};
-    for (size_t i = 0; i < 5; ++i) {
+    const size_t values = truth_column != 0 ? 5 : 4;
+    for (size_t i = 0; i < values; ++i) {
       const size_t column = i < 4 ? i : truth_column;
-      if (i == 4 && truth_column == 0) break;
       if (!ParseInt64(fields[column], &v[i])) {
         return fail(std::string(kColumns[i]) + " is not an integer: '" +
                     fields[column] + "'");
