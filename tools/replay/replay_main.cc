@@ -70,6 +70,11 @@ int main(int argc, char** argv) {
     config.levels = clocksync::hull::LevelsDownTo(config.base.window_ns,
                                                   kShortestWindowNs);
   }
+  if (!(absl::GetFlag(FLAGS_window_s) > 0)) {
+    std::cerr << "replay: bad option: --window_s=" << absl::GetFlag(FLAGS_window_s)
+              << ": must be positive (seconds)\n";
+    return 2;
+  }
   const std::string invalid = clocksync::hull::ValidateAdaptiveConfig(config);
   if (!invalid.empty()) {
     std::cerr << "replay: bad option: " << invalid << "\n";

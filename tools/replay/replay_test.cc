@@ -146,6 +146,15 @@ TEST(ReplayTest, BinaryReplaysTheBundledSample) {
     std::getline(e, line);
     EXPECT_EQ(line, "replay: bad option: --levels=9: 0 (down to 37.5 s) or 1 to 8");
   }
+  const std::string window_cmd =
+      "tools/replay/replay --input=tools/replay/testdata/chrony_default_10min.csv"
+      " --window_s=-5 2>" + err;
+  EXPECT_EQ(WEXITSTATUS(std::system(window_cmd.c_str())), 2);
+  {
+    std::ifstream e(err);
+    std::getline(e, line);
+    EXPECT_EQ(line, "replay: bad option: --window_s=-5: must be positive (seconds)");
+  }
   // A bad file: the error names it and the line, exit status 1.
   const std::string bad = dir + "/bad.csv";
   std::ofstream(bad) << "t1,t2,t3,t4\n1,2,3,4\noops\n";
