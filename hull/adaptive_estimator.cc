@@ -567,6 +567,15 @@ bool AdaptiveWindowEstimator::EarlyWanderNegligible(int64_t x) const {
          fit_error_sum_ < kFitErrorScale * limit * limit * fit_span3_sum_;
 }
 
+double AdaptiveWindowEstimator::ReferenceWanderLower() const {
+  const double resolvable =
+      kReferenceMaxNoiseRatio * config_.base.wander_ppb_per_sqrt_s;
+  const double se = reference_wander_.wander2_error();
+  if (se > resolvable * resolvable) return 0;
+  return std::sqrt(
+      std::max(0.0, reference_wander_.wander2() - kReferenceWanderZ * se));
+}
+
 int AdaptiveWindowEstimator::HomeCandidate(int64_t x) {
   home_position_ = 0;
   if (config_.base.wander_ppb_per_sqrt_s <= 0) return 0;
@@ -590,10 +599,8 @@ int AdaptiveWindowEstimator::HomeCandidate(int64_t x) {
   // their interval, then the interval's nearer end does, above the
   // allowance too (a clock wandering faster than it: a shorter home).
   const double readings = reference_wander_.effective_count();
-  const double s2 = reference_wander_.wander2();
-  const double se = reference_wander_.wander2_error();
   const double upper = std::sqrt(std::max(0.0, ReferenceWanderUpper2()));
-  const double lower = std::sqrt(std::max(0.0, s2 - kReferenceWanderZ * se));
+  const double lower = ReferenceWanderLower();
   const double allowance = config_.base.wander_ppb_per_sqrt_s;
   if (readings >= kReferenceMinReadings ||
       (readings >= kReferenceEarlyReadings && lower > allowance &&

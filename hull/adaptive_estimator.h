@@ -125,7 +125,10 @@
 //    the allowance: a shorter home). From 2 readings they count only
 //    where that interval lies wholly above the allowance and below 20
 //    times it: a steep swing shows that soon, and a faster wander from
-//    so few readings is the references' own noise. Spread is the median round trip's
+//    so few readings is the references' own noise. Nor does the lower
+//    end count where the standard error of their σ² exceeds (100 σ)²:
+//    so noisy (1–2 ms of jitter at 1 probe/s), they cannot resolve a
+//    wander a clock has from their own noise. Spread is the median round trip's
 //    excess over the minimum (ns) and rate the samples per second, both
 //    over the last 127 samples (the spread: the smallest at the last 4
 //    checkpoints, and none recorded while those samples hold a congested
@@ -291,6 +294,19 @@ class AdaptiveWindowEstimator final : public Estimator {
   // 250–680 ppb/√s from 2.7 readings; without the limit 1.047 ×).
   static constexpr double kReferenceEarlyReadings = 2;
   static constexpr double kReferenceEarlyMaxRatio = 20;
+  // References whose σ² has a standard error above the square of this
+  // many times the allowance cannot tell a wander they could resolve
+  // (about √error and more) from their own noise: exponential jitter of
+  // 1–2 ms at 1 probe/s reads as 120–800 ppb/√s now and then (errors of
+  // 1.4·10⁴–6·10⁵ ppb²/s, in 5 of 60 runs of `--kinds` seeds 0–39 with
+  // 2 ms), while swings on noisy paths read with errors of 40–7,200
+  // (random seeds 1–5). Their interval's lower end does not count there:
+  // no shorter home, no wider bound (`--kinds` on seeds 20–29 72 → 73 of
+  // 74; nothing else moved by more than 0.5 %).
+  static constexpr double kReferenceMaxNoiseRatio = 100;
+  // The lower end of the references' σ (ppb/√s), 0 where they are too
+  // noisy to count (above).
+  double ReferenceWanderLower() const;
   // The upper end of the references' interval of σ² (ppb²/s): W*'s and
   // the linear verdict's.
   double ReferenceWanderUpper2() const {
