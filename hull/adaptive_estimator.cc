@@ -7,6 +7,8 @@
 #include <cmath>
 #include <limits>
 
+#include "hull/student_t.h"
+
 namespace clocksync::hull {
 namespace {
 
@@ -209,7 +211,10 @@ double AdaptiveWindowEstimator::ComputePairedUpperBound(
   if (effective < kMinEffectiveCheckpoints) {
     return std::numeric_limits<double>::infinity();
   }
-  const double z = a >= blends_ ? kExtrapolationConfidenceZ : kConfidenceZ;
+  double z = a >= blends_ ? kExtrapolationConfidenceZ : kConfidenceZ;
+  // Against references too noisy to resolve a wander: Student's t (see
+  // ReferencesTooNoisy).
+  if (ReferencesTooNoisy()) z = StudentQuantile(z, effective - 1);
   return mean + z * std::sqrt(variance / effective);
 }
 
@@ -567,11 +572,15 @@ bool AdaptiveWindowEstimator::EarlyWanderNegligible(int64_t x) const {
          fit_error_sum_ < kFitErrorScale * limit * limit * fit_span3_sum_;
 }
 
-double AdaptiveWindowEstimator::ReferenceWanderLower() const {
+bool AdaptiveWindowEstimator::ReferencesTooNoisy() const {
   const double resolvable =
       kReferenceMaxNoiseRatio * config_.base.wander_ppb_per_sqrt_s;
+  return reference_wander_.wander2_error() > resolvable * resolvable;
+}
+
+double AdaptiveWindowEstimator::ReferenceWanderLower() const {
+  if (ReferencesTooNoisy()) return 0;
   const double se = reference_wander_.wander2_error();
-  if (se > resolvable * resolvable) return 0;
   return std::sqrt(
       std::max(0.0, reference_wander_.wander2() - kReferenceWanderZ * se));
 }
@@ -688,6 +697,7 @@ AddResult AdaptiveWindowEstimator::Add(const ProbeSample& s) {
     pending_.clear();
     linearity_.Stop();
     reference_wander_.Reset();
+    std::fill(bound_valid_.begin(), bound_valid_.end(), 0);
     reference_asymmetry_.Restart();
     bound_wander_ratio_ = 1;
     for (DriftWander& w : wander_) w.Restart();

@@ -575,6 +575,41 @@ RunErrors ErrorsAfter(const SimulationParams& p, Estimator& est,
   return r;
 }
 
+// 200 µs + exp(2 ms) each way at 1 probe/s for an hour, wandering at the
+// allowance (`--kinds`' jitter-1hz/200us+exp(2ms)/60min on its seeds
+// 30–39): the 600 s window is the best of the levels, and on seed 30 the
+// 150 s level predicted better over a few checkpoints by chance and
+// answered at 390–460 s, 30–120 µs off. Scored against references this
+// noisy, the paired test's z comes from Student's t: the adaptive
+// estimator stays with the longest window (before: 1.069 × it).
+TEST(AdaptiveEstimatorTest, NoisySlowPathKeepsTheLongestWindow) {
+  SimulationParams p;
+  p.clock.frequency_ppm = 100;
+  p.clock.wander_ppb_per_sqrt_s = 1;
+  p.forward.min_ns = p.backward.min_ns = 200'000;
+  p.forward.exp_mean_ns = p.backward.exp_mean_ns = 2'000'000;
+  p.interval_ns = 1'000'000'000;
+  p.duration_ns = 3600 * kS;
+  double adaptive_sum = 0, fixed_sum = 0, worst = 0;
+  for (uint64_t seed = 30; seed < 40; ++seed) {
+    p.seed = 5033 + 1'000'003 * seed;
+    p.clock.seed = 5032 + 7'919 * seed;
+    AdaptiveWindowEstimator adaptive{AdaptiveConfig()};
+    AdaptiveConfig longest;
+    longest.levels = 1;
+    AdaptiveWindowEstimator fixed(longest);
+    const RunErrors a = ErrorsAfter(p, adaptive, 60 * kS);
+    const RunErrors f = ErrorsAfter(p, fixed, 60 * kS);
+    adaptive_sum += a.rms_ns * a.rms_ns;
+    fixed_sum += f.rms_ns * f.rms_ns;
+    worst = std::max(worst, a.rms_ns / f.rms_ns);
+  }
+  const double ratio = std::sqrt(adaptive_sum / fixed_sum);
+  std::printf("adaptive / 600 s window over seeds 30-39: %.3f (worst run "
+              "%.3f)\n", ratio, worst);
+  EXPECT_LT(ratio, 1.03);
+}
+
 // A steep swing (810 ppb over 1436 s: 3.5 ppb/s at its steepest) on
 // 18.7 us + exp(1.8 us / 1 us) delays, with a 103 s episode of +7.6 us +
 // exp(3.6 us) back every 130-270 s. The episodes blow up the 300 s level's
