@@ -300,12 +300,13 @@ class AdaptiveWindowEstimator final : public Estimator {
   // References whose σ² has a standard error above the square of this
   // many times the allowance cannot tell a wander they could resolve
   // (about √error and more) from their own noise: exponential jitter of
-  // 1–2 ms at 1 probe/s reads as 120–800 ppb/√s now and then (errors of
-  // 1.4·10⁴–6·10⁵ ppb²/s, in 5 of 60 runs of `--kinds` seeds 0–39 with
-  // 2 ms), while swings on noisy paths read with errors of 40–7,200
-  // (random seeds 1–5). Their interval's lower end does not count there:
-  // no shorter home, no wider bound (`--kinds` on seeds 20–29 72 → 73 of
-  // 74; nothing else moved by more than 0.5 %).
+  // 1–2 ms at 1 probe/s reads as 120–800 ppb/√s now and then (with
+  // errors of 1.4·10⁴–6.3·10⁵ ppb²/s wherever it did in the 1–2 ms
+  // kinds scanned on seeds 0–39), while swings, on noisy paths too, read
+  // with errors of 40–7,200 (114, the kinds' swings, random seeds 1–5).
+  // Their interval's lower end does not count there: no shorter home, no
+  // wider bound (`--kinds` on seeds 20–29 72 → 73 of 74; the standard
+  // scenarios and the variants identical, random 121 of 200 as before).
   static constexpr double kReferenceMaxNoiseRatio = 100;
   // The lower end of the references' σ (ppb/√s), 0 where they are too
   // noisy to count (above). Against references that noisy the paired
@@ -313,8 +314,8 @@ class AdaptiveWindowEstimator final : public Estimator {
   // less one as its degrees of freedom (the squared errors' differences
   // are heavy-tailed there and their spread from a few checkpoints
   // uncertain: on 2 ms of jitter at 1 probe/s over 60 minutes, seeds
-  // 30–39, 1.069 → 1.000 × the best fixed window; nothing else moved by
-  // more than 0.007).
+  // 30–39, 1.069 → 1.000 × the best fixed window; no other ratio moved
+  // by more than 0.011).
   bool ReferencesTooNoisy() const;
   double ReferenceWanderLower() const;
   // The upper end of the references' interval of σ² (ppb²/s): W*'s and
