@@ -316,6 +316,20 @@ TEST(AdaptiveEstimatorTest, ReferencesMeasureTheHomesWander) {
   }
 }
 
+// Exponential jitter of `mean_ns` on `min_ns` each way at 1 probe/s, on
+// a clock at 100 ppm wandering at the allowance (`--kinds`' jitter-1hz).
+SimulationParams NoisySlowPath(int64_t min_ns, int64_t mean_ns,
+                               int64_t duration_s) {
+  SimulationParams p;
+  p.clock.frequency_ppm = 100;
+  p.clock.wander_ppb_per_sqrt_s = 1;
+  p.forward.min_ns = p.backward.min_ns = min_ns;
+  p.forward.exp_mean_ns = p.backward.exp_mean_ns = mean_ns;
+  p.interval_ns = 1'000'000'000;
+  p.duration_ns = duration_s * kS;
+  return p;
+}
+
 // 2 ms of exponential jitter each way at 1 probe/s on a clock wandering
 // at the allowance: the references' σ² has a standard error of 10⁴–10⁶
 // ppb²/s, and now and then the lower end of their interval rises above
@@ -324,13 +338,7 @@ TEST(AdaptiveEstimatorTest, ReferencesMeasureTheHomesWander) {
 // the home's wander never exceeds the allowance (without the limit: at
 // 319 samples in 6 of these 40 runs, up to 325 ppb/√s).
 TEST(AdaptiveEstimatorTest, ReferencesTooNoisyToResolveAWanderDoNotCount) {
-  SimulationParams p;
-  p.clock.frequency_ppm = 100;
-  p.clock.wander_ppb_per_sqrt_s = 1;
-  p.forward.min_ns = p.backward.min_ns = 50'000;
-  p.forward.exp_mean_ns = p.backward.exp_mean_ns = 2'000'000;
-  p.interval_ns = 1'000'000'000;
-  p.duration_ns = 1800 * kS;
+  SimulationParams p = NoisySlowPath(50'000, 2'000'000, 1800);
   int above = 0, runs_above = 0, checks = 0;
   double highest = 0;
   for (uint64_t seed = 1; seed <= 40; ++seed) {
@@ -583,13 +591,7 @@ RunErrors ErrorsAfter(const SimulationParams& p, Estimator& est,
 // noisy, the paired test's z comes from Student's t: the adaptive
 // estimator stays with the longest window (before: 1.069 × it).
 TEST(AdaptiveEstimatorTest, NoisySlowPathKeepsTheLongestWindow) {
-  SimulationParams p;
-  p.clock.frequency_ppm = 100;
-  p.clock.wander_ppb_per_sqrt_s = 1;
-  p.forward.min_ns = p.backward.min_ns = 200'000;
-  p.forward.exp_mean_ns = p.backward.exp_mean_ns = 2'000'000;
-  p.interval_ns = 1'000'000'000;
-  p.duration_ns = 3600 * kS;
+  SimulationParams p = NoisySlowPath(200'000, 2'000'000, 3600);
   double adaptive_sum = 0, fixed_sum = 0, worst = 0;
   for (uint64_t seed = 30; seed < 40; ++seed) {
     p.seed = 5033 + 1'000'003 * seed;
