@@ -572,19 +572,6 @@ bool AdaptiveWindowEstimator::EarlyWanderNegligible(int64_t x) const {
          fit_error_sum_ < kFitErrorScale * limit * limit * fit_span3_sum_;
 }
 
-bool AdaptiveWindowEstimator::ReferencesTooNoisy() const {
-  const double resolvable =
-      kReferenceMaxNoiseRatio * config_.base.wander_ppb_per_sqrt_s;
-  return reference_wander_.wander2_error() > resolvable * resolvable;
-}
-
-double AdaptiveWindowEstimator::ReferenceWanderLower() const {
-  if (ReferencesTooNoisy()) return 0;
-  const double se = reference_wander_.wander2_error();
-  return std::sqrt(
-      std::max(0.0, reference_wander_.wander2() - kReferenceWanderZ * se));
-}
-
 int AdaptiveWindowEstimator::HomeCandidate(int64_t x) {
   home_position_ = 0;
   if (config_.base.wander_ppb_per_sqrt_s <= 0) return 0;
@@ -621,6 +608,19 @@ int AdaptiveWindowEstimator::HomeCandidate(int64_t x) {
                            ? lower
                            : std::min(home_wander_ppb_,
                                       std::clamp(allowance, lower, upper));
+  }
+  // A steep swing shows in the first longest window's samples sooner
+  // than the references' interval clears the allowance: the lesser of the
+  // samples' lower end and the references' σ, where σ² is above the
+  // allowance's and resolvable, outside congestion (header, step 5).
+  const double fast = linearity_.fast_wander_ppb();
+  if (fast > 0 && linearity_.running() &&
+      readings >= kReferenceEarlyReadings &&
+      reference_wander_.wander2() > allowance * allowance &&
+      round_trips_.congested_intervals() == 0 && !ReferencesTooNoisy()) {
+    home_wander_ppb_ = std::max(
+        home_wander_ppb_,
+        std::min(fast, std::sqrt(reference_wander_.wander2())));
   }
   const double clean_home_s =
       kHomeScale *

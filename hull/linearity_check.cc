@@ -22,6 +22,14 @@ constexpr int kFitRounds = 3;
 constexpr double kLogRatioLimit = 2.0;
 // The alternatives: σ² at these multiples of the allowance's.
 constexpr std::array<double, 4> kWanderFactors = {0.01, 0.1, 1.0, 10.0};
+// The fast-wander alternatives: σ² at 10^(k/2) times the allowance's,
+// k = 0 .. kFastGrid − 1 (1 to 10⁵), weighed from kFastMinStretches (75 s)
+// on: a steep swing departs from a line by many times the stretches'
+// noise within a few stretches, and is judged against the allowance, not
+// against none (a linear clock's stretches hardly look like 30 times the
+// allowance's wander, a quiet stretch like no wander at all).
+constexpr int kFastGrid = 11;
+constexpr size_t kFastMinStretches = 5;
 
 // The restricted (REML) log likelihood of offsets y (ns) at times t (s)
 // under an unknown line, white noise of variance `var` (ns²) and a
@@ -153,7 +161,7 @@ void LinearityCheck::Add(int64_t request_x, double request_offset,
     // best slope known now (over all the samples so far, this one's too).
     Close(std::isnan(slope_ppb) ? slope_ppb_ : slope_ppb);
     filling_index_ = index;
-    if (stretches_.size() >= kMinStretches) Test();
+    if (stretches_.size() >= kFastMinStretches) Test();
   }
   const double centre_x = static_cast<double>(first_x_) +
                           (static_cast<double>(index) + 0.5) *
@@ -195,7 +203,7 @@ void LinearityCheck::Test() {
       variance.push_back(
           (up_spacing * up_spacing + down_spacing * down_spacing) / 4);
     }
-    if (centre.size() < kMinStretches) return;
+    if (centre.size() < kFastMinStretches) return;
     double mx = 0, my = 0;
     for (size_t j = 0; j < centre.size(); ++j) {
       mx += centre[j];
@@ -224,6 +232,23 @@ void LinearityCheck::Test() {
   var /= static_cast<double>(variance.size());
   if (!(var > 0)) return;
   const double none = RestrictedLogLikelihood(centre, middle, var, 0);
+  // The lower end of σ²'s likelihood interval (the smallest alternative
+  // within e² of the best), where the allowance's lies outside it.
+  std::array<double, kFastGrid> fast{};
+  double top = -std::numeric_limits<double>::infinity();
+  for (int k = 0; k < kFastGrid; ++k) {
+    fast[k] = RestrictedLogLikelihood(
+        centre, middle, var, std::pow(10.0, k / 2.0) * wander_ppb_ * wander_ppb_);
+    top = std::max(top, fast[k]);
+  }
+  fast_wander_ppb_ = 0;
+  for (int k = 1; k < kFastGrid && top - fast[0] > kLogRatioLimit; ++k) {
+    if (fast[k] >= top - kLogRatioLimit) {
+      fast_wander_ppb_ = std::pow(10.0, k / 4.0) * wander_ppb_;
+      break;
+    }
+  }
+  if (centre.size() < kMinStretches) return;
   double best = -std::numeric_limits<double>::infinity();
   for (const double f : kWanderFactors) {
     best = std::max(best, RestrictedLogLikelihood(centre, middle, var,

@@ -20,6 +20,12 @@
 // times the allowance's, the best ratio above e² says the clock wanders.
 // The test runs at each completed stretch from the 8th (120 s) on, and
 // the latest result stands: a run of noisy stretches is outvoted later.
+// From the 5th stretch (75 s) on, the same likelihoods at σ² of 1 to 10⁵
+// times the allowance's (steps of √10) give the lower end of the wander's
+// likelihood interval (the smallest σ² within e² of the best) where the
+// allowance's lies outside it: a clock wandering many times faster than
+// the allowance (a steep swing) departs from a line by many times the
+// stretches' noise within a few of them (fast_wander_ppb).
 //
 // The check runs for one longest window from the first sample (or until
 // a step), then keeps its last result: after that the drifts of the
@@ -65,6 +71,10 @@ class LinearityCheck {
   bool running() const { return running_; }
   // The latest test's log likelihood ratio (best alternative over none).
   double log_ratio() const { return log_ratio_; }
+  // The latest test's lower end of the wander's likelihood interval
+  // (ppb/√s) where the allowance lies below that interval, 0 otherwise
+  // (tested from 5 stretches on; see the top of this file).
+  double fast_wander_ppb() const { return fast_wander_ppb_; }
   int stretches() const { return static_cast<int>(stretches_.size()); }
 
   // Points kept per direction and stretch, and the lowest of them whose
@@ -110,6 +120,7 @@ class LinearityCheck {
   bool running_ = true;
   bool wander_seen_ = false;
   double log_ratio_ = 0;
+  double fast_wander_ppb_ = 0;
   double slope_ppb_ = 0;  // the last fit's
   std::vector<Stretch> stretches_;  // complete (empty where none came)
   std::vector<Point> filling_;

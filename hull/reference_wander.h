@@ -22,7 +22,9 @@
 #ifndef CLOCKSYNC_HULL_REFERENCE_WANDER_H_
 #define CLOCKSYNC_HULL_REFERENCE_WANDER_H_
 
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 
 namespace clocksync::hull {
@@ -46,6 +48,15 @@ class ReferenceWander {
   double wander2() const { return wander2_; }
   double wander2_error() const { return wander2_error_; }
   double noise_ns2() const { return noise_ns2_; }
+  // Whether σ²'s standard error exceeds resolvable² (too noisy to tell a
+  // wander of `resolvable_ppb` from the references' own noise).
+  bool TooNoisy(double resolvable_ppb) const {
+    return wander2_error_ > resolvable_ppb * resolvable_ppb;
+  }
+  // σ from σ² less z standard errors (ppb/√s, at least 0).
+  double Lower(double z) const {
+    return std::sqrt(std::max(0.0, wander2_ - z * wander2_error_));
+  }
 
   static constexpr int kMaxLag = 32;  // Checkpoints.
 
