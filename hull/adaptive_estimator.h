@@ -131,19 +131,19 @@
 //    so few readings is the references' own noise. Nor does the lower
 //    end count where the standard error of their σ² exceeds (100 σ)²:
 //    so noisy (1–2 ms of jitter at 1 probe/s), they cannot resolve a
-//    wander a clock has from their own noise. A steep swing shows
-//    in the samples sooner than the references' interval clears the
+//    wander a clock has from their own noise. A steep swing shows in
+//    the samples sooner than the references' interval clears the
 //    allowance: over the first longest window, from 5 stretches of 15 s
 //    on, the samples give the lower end of the wander's likelihood
 //    interval where the allowance lies below it (LinearityCheck,
 //    linearity_check.h), and once the references (2 readings or more)
 //    read σ² above the allowance's (and can resolve a wander, above),
-//    σ for W* is at least the lesser of
-//    that lower end and the references' σ, outside congestion (which
-//    the samples read as wander) (variants 26, 25 → 27, 27 of 29;
-//    random 121 → 123 of 200; r18 of random seed 4, a 1.3 ppm swing at
-//    160 µs of jitter, 1.258 → 1.187 ×: on its seed 0 the 300|600 s home
-//    answered until 360 s, not 420). Spread is the median round trip's
+//    σ for W* is at least the lesser of that lower end and the
+//    references' σ, outside congestion (which the samples read as
+//    wander) (variants 26, 25 → 27, 27 of 29; random 121 → 123 of 200;
+//    r18 of random seed 4, a 1.3 ppm swing at 160 µs of jitter, 1.258 →
+//    1.187 ×: on its seed 0 the 300|600 s home answered until 360 s,
+//    not 420). Spread is the median round trip's
 //    excess over the minimum (ns) and rate the samples per second, both
 //    over the last 127 samples (the spread: the smallest at the last 4
 //    checkpoints, and none recorded while those samples hold a congested
@@ -333,7 +333,8 @@ class AdaptiveWindowEstimator final : public Estimator {
                                       config_.base.wander_ppb_per_sqrt_s);
   }
   double ReferenceWanderLower() const {
-    return ReferencesTooNoisy() ? 0 : reference_wander_.Lower(kReferenceWanderZ);
+    return ReferencesTooNoisy() ? 0
+                                : reference_wander_.Lower(kReferenceWanderZ);
   }
   // The upper end of the references' interval of σ² (ppb²/s): W*'s and
   // the linear verdict's.

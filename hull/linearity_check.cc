@@ -237,8 +237,9 @@ void LinearityCheck::Test() {
   std::array<double, kFastGrid> fast{};
   double top = -std::numeric_limits<double>::infinity();
   for (int k = 0; k < kFastGrid; ++k) {
-    fast[k] = RestrictedLogLikelihood(
-        centre, middle, var, std::pow(10.0, k / 2.0) * wander_ppb_ * wander_ppb_);
+    const double factor = std::pow(10.0, k / 2.0);
+    fast[k] = RestrictedLogLikelihood(centre, middle, var,
+                                      factor * wander_ppb_ * wander_ppb_);
     top = std::max(top, fast[k]);
   }
   fast_wander_ppb_ = 0;
