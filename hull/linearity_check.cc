@@ -20,8 +20,9 @@ constexpr int kFitRounds = 3;
 // The clock wanders when the best alternative is this much more likely
 // (log): e².
 constexpr double kLogRatioLimit = 2.0;
-// The alternatives: σ² at these multiples of the allowance's.
-constexpr std::array<double, 4> kWanderFactors = {0.01, 0.1, 1.0, 10.0};
+// The alternatives: σ² at 0.01, 0.1, 1 and 10 times the allowance's (the
+// last two from the fast-wander grid below).
+constexpr std::array<double, 2> kSlowFactors = {0.01, 0.1};
 // The fast-wander alternatives: σ² at 10^(k/2) times the allowance's,
 // k = 0 .. kFastGrid − 1 (1 to 10⁵), weighed from kFastMinStretches (75 s)
 // on: a steep swing departs from a line by many times the stretches'
@@ -250,13 +251,15 @@ void LinearityCheck::Test() {
     }
   }
   if (centre.size() < kMinStretches) return;
-  double best = -std::numeric_limits<double>::infinity();
-  for (const double f : kWanderFactors) {
+  // The verdict's alternatives: 1 and 10 times are the grid's first and
+  // third; 0.1 and 0.01 below it.
+  double best = std::max(fast[0], fast[2]);
+  for (const double f : kSlowFactors) {
     best = std::max(best, RestrictedLogLikelihood(centre, middle, var,
                                                   f * wander_ppb_ *
-                                                      wander_ppb_) -
-                              none);
+                                                      wander_ppb_));
   }
+  best -= none;
   log_ratio_ = best;
   wander_seen_ = best > kLogRatioLimit;
 }
