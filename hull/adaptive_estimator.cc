@@ -45,8 +45,7 @@ constexpr double kCleanWindowFraction = 1.0;
 constexpr double kCongestionShiftFraction = 0.25;
 // A level whose samples span less than this fraction of what its window
 // could hold by now (its window, or the time since the windows began
-// filling) has a hole: after an outage the short windows restart from a
-// few samples and their slope is poor. It may not answer.
+// filling) has a hole (an outage): it may not answer.
 constexpr double kEligibleSpanFraction = 0.5;
 // Purity: a reference wider than median + this × (median − minimum) of the
 // recent ones is left out. Needs this many widths before it judges.
@@ -103,17 +102,14 @@ constexpr double kFitErrorScale = 0.025;
 constexpr double kEarlyNegligibleWanderFraction = 0.2;
 constexpr int kEarlyMinCheckpoints = 2;
 constexpr double kEarlyMinSpanFraction = 0.75;
-// The home's wander is the allowance or, when smaller, the drifts' upper
-// bound (DriftWander::UpperBound), never below this (ppb/√s).
+// The home's wander is never below this (ppb/√s).
 constexpr double kMinHomeWander = 1e-6;
 
 // A level whose window is more than this fraction congested (as the round
-// trips show it, hull/round_trips.h) may not answer: its hulls rest on
-// delayed samples, whatever its range says.
+// trips show it) may not answer, whatever its range says.
 constexpr double kCongestedFraction = 0.75;
 // W* counts clean time: the home window grows by the congested time it
-// holds, found by this many fixed-point steps at most (each adds the
-// congested time the last one's longer window reaches; one per interval).
+// holds, found by this many fixed-point steps at most (one per interval).
 constexpr int kCleanWindowSteps = 8;
 
 }  // namespace
@@ -203,7 +199,10 @@ double AdaptiveWindowEstimator::ComputePairedUpperBound(
   if (w <= 0) return std::numeric_limits<double>::infinity();
   const PairedScore& p = scores_[Pair(a, b)];
   const double mean = p.sum_d / w;
-  const double variance = std::max(0.0, p.sum_d2 / w - mean * mean);
+  // At least what the reference's own noise gives (header, step 3).
+  const double variance =
+      std::max({0.0, p.sum_d2 / w - mean * mean,
+                4 * ReferenceNoiseNs2(kind) * p.sum_gap2 / w});
   // Long references overlap kLongReferenceFactor times more.
   const double overlap =
       against_home ? home_overlap_[Pair(a, b)] : overlap_[Pair(a, b)];
@@ -284,6 +283,7 @@ void AdaptiveWindowEstimator::ScoreCheckpoint(const Checkpoint& c, int kind) {
       PairedScore& p = scores_[Pair(static_cast<int>(a), static_cast<int>(b))];
       p.sum_d = p.sum_d * decay + d;
       p.sum_d2 = p.sum_d2 * decay + d * d;
+      p.sum_gap2 = p.sum_gap2 * decay + (ea - eb) * (ea - eb);
     }
   }
 }

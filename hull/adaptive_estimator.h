@@ -298,6 +298,13 @@ class AdaptiveWindowEstimator final : public Estimator {
   // them (random 119 → 121 of 200, 102 1.745 → 1.640 ×; at 0.5, 120 and
   // `111/rate=5Hz` misses; the lower end at 0.75 too: `--kinds` 73 → 71).
   static constexpr double kReferenceMinReadings = 4;
+  // A paired difference's variance is at least 4 (θ_a − θ_b)² r, r the
+  // reference's own noise (step 3; the short references' as
+  // ReferenceWander measures it). A long reference's minima come from
+  // kLongReferenceFactor times the samples: for exponential delays their
+  // excesses, and so r, are a quarter (at a half: random 124 → 122 of 200,
+  // `--kinds` on seeds 0–39 as at a quarter).
+  static constexpr double kLongReferenceNoiseRatio = 0.25;
   static constexpr double kReferenceWanderZ = 1.0;
   static constexpr double kReferenceWanderUpperZ = 0.75;
   // From this many readings on, the references count where their interval
@@ -336,6 +343,12 @@ class AdaptiveWindowEstimator final : public Estimator {
     return ReferencesTooNoisy() ? 0
                                 : reference_wander_.Lower(kReferenceWanderZ);
   }
+  // The noise variance (ns²) of a reference of `kind` (0 short, 1 long),
+  // 0 until the references have measured it.
+  double ReferenceNoiseNs2(int kind) const {
+    const double r = std::max(0.0, reference_wander_.noise_ns2());
+    return kind == 0 ? r : kLongReferenceNoiseRatio * r;
+  }
   // The upper end of the references' interval of σ² (ppb²/s): W*'s and
   // the linear verdict's.
   double ReferenceWanderUpper2() const {
@@ -368,8 +381,9 @@ class AdaptiveWindowEstimator final : public Estimator {
   };
   // Paired score of one level against another (exponentially weighted).
   struct PairedScore {
-    double sum_d = 0;   // Σ w d
-    double sum_d2 = 0;  // Σ w d²
+    double sum_d = 0;     // Σ w d
+    double sum_d2 = 0;    // Σ w d²
+    double sum_gap2 = 0;  // Σ w (θ_a − θ_b)²
   };
   // Upper confidence bound of the mean of (θ_a − ref)² − (θ_b − ref)².
   // Against the home (against_home), the errors count as correlated over
