@@ -57,7 +57,15 @@
 //    `score_time_constant_ns` (the checkpoints counted as independent: one
 //    per D for the short reference, per 2D for the long one, and at most
 //    one per quarter of the shorter window of the pair, over whose length
-//    the two windows' errors stay correlated). The answer moves from the
+//    the two windows' errors stay correlated). The variance behind s is at
+//    least what the reference's own noise gives: with ref = θ + n,
+//    d = (θ_a − θ)² − (θ_b − θ)² − 2 n (θ_a − θ_b), which n moves by
+//    4 (θ_a − θ_b)² r in variance, r the short references' noise as
+//    ReferenceWander measures it (a quarter of it for the long ones): the
+//    spread of a few checkpoints' differences lies below that now and
+//    then by chance, and a noisy path's short windows answered for
+//    minutes (1 ms of jitter one way at 20 probes/s, seeds 60–69: 1.071 →
+//    1.021 × the best fixed window). The answer moves from the
 //    incumbent b to the candidate a with the lowest
 //    μ + 1.5 s (2.5 s for an extrapolation), when that is negative:
 //    another candidate answers only when it is better beyond what the
