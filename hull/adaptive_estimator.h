@@ -63,8 +63,8 @@
 //    4 (θ_a − θ_b)² r in variance, r the short references' noise as
 //    ReferenceWander measures it (a quarter of it for the long ones): the
 //    spread of a few checkpoints' differences lies below that now and
-//    then by chance, and a noisy path's short windows answered for
-//    minutes (1 ms of jitter one way at 20 probes/s, seeds 60–69: 1.071 →
+//    then by chance, and on a noisy path a short window answered, far
+//    off (1 ms of jitter one way at 20 probes/s, seeds 60–69: 1.071 →
 //    1.021 × the best fixed window). The answer moves from the
 //    incumbent b to the candidate a with the lowest
 //    μ + 1.5 s (2.5 s for an extrapolation), when that is negative:

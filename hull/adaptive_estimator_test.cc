@@ -786,10 +786,11 @@ TEST(AdaptiveEstimatorTest, ExtrapolationFollowsASteepSwing) {
 // reference's middle scatters by microseconds, far more than the levels'
 // errors, and a paired difference against it varies by 4 (θ_a − θ_b)²
 // times its variance. Where the spread of a few checkpoints' differences
-// fell below that by chance, a short window answered for minutes,
-// microseconds off (seed 68: 858 ns over the run against 670 for the
-// 150 s window; 1.071 × the best fixed window over the ten). With the
-// references' own noise as the variance's floor: 698 ns, 1.021 ×.
+// fell below that by chance, a short window answered, far off (seed 68:
+// the 37.5 s level over 180–240 s, 2,286 ns RMS there against 365 for
+// the 150 s window; 858 against 670 ns over the run, 1.071 × the best
+// fixed window over the ten). With the references' own noise as the
+// variance's floor: 714 ns there, 698 over the run, 1.021 ×.
 TEST(AdaptiveEstimatorTest, NoisyReferencesDoNotMoveTheAnswerByChance) {
   const std::string name = "asym-20hz/fwd=exp(1000us)/back=exp(2us)";
   const std::vector<Scenario> kinds = KindScenarios();
