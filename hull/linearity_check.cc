@@ -31,6 +31,9 @@ constexpr std::array<double, 2> kSlowFactors = {0.01, 0.1};
 // allowance's wander, a quiet stretch like no wander at all).
 constexpr int kFastGrid = 11;
 constexpr size_t kFastMinStretches = 5;
+// The least noise variance a side's minimum is taken to have (ns²): the
+// stamps' own resolution, and no side weighs all.
+constexpr double kMinSideVariance = 1.0;
 
 // The restricted (REML) log likelihood of offsets y (ns) at times t (s)
 // under an unknown line, white noise of variance `var` (ns²) and a
@@ -93,6 +96,29 @@ double RestrictedLogLikelihood(const std::vector<double>& t,
   const double fitted =
       (m22 * v1 * v1 - 2 * m12 * v1 * v2 + m11 * v2 * v2) / det;
   return -0.5 * (log_det + std::log(det) + yy - fitted);
+}
+
+// The lower end of σ²'s likelihood interval over the fast-wander grid
+// (the smallest alternative within e² of the best; as σ, ppb/√s) where
+// the allowance's σ² (the grid's first) lies outside it, else 0. `fast`
+// receives the grid's log likelihoods.
+double FastWanderLowerEnd(const std::vector<double>& t,
+                          const std::vector<double>& y, double var,
+                          double wander_ppb,
+                          std::array<double, kFastGrid>* fast) {
+  double top = -std::numeric_limits<double>::infinity();
+  for (int k = 0; k < kFastGrid; ++k) {
+    const double factor = std::pow(10.0, k / 2.0);
+    (*fast)[k] =
+        RestrictedLogLikelihood(t, y, var, factor * wander_ppb * wander_ppb);
+    top = std::max(top, (*fast)[k]);
+  }
+  for (int k = 1; k < kFastGrid && top - (*fast)[0] > kLogRatioLimit; ++k) {
+    if ((*fast)[k] >= top - kLogRatioLimit) {
+      return std::pow(10.0, k / 4.0) * wander_ppb;
+    }
+  }
+  return 0;
 }
 
 }  // namespace
@@ -189,22 +215,45 @@ void LinearityCheck::Test() {
   const double stretch_s = static_cast<double>(stretch_ns_) * 1e-9;
   double slope = slope_ppb_;
   std::vector<double> centre, middle, variance;
+  std::vector<double> upper, lower, upper_var, lower_var;
   for (int round = 0; round < kFitRounds; ++round) {
     centre.clear();
-    middle.clear();
-    variance.clear();
+    upper.clear();
+    lower.clear();
+    upper_var.clear();
+    lower_var.clear();
     for (size_t j = 0; j < complete; ++j) {
       const Stretch& s = stretches_[j];
       if (s.up.n < kLowest || s.down.n < kLowest) continue;
       double up_spacing = 0, down_spacing = 0;
-      const double upper = s.up.Lowest(slope, &up_spacing);
-      const double lower = -s.down.Lowest(-slope, &down_spacing);
       centre.push_back((static_cast<double>(j) + 0.5) * stretch_s);
-      middle.push_back((upper + lower) / 2);
-      variance.push_back(
-          (up_spacing * up_spacing + down_spacing * down_spacing) / 4);
+      upper.push_back(s.up.Lowest(slope, &up_spacing));
+      lower.push_back(-s.down.Lowest(-slope, &down_spacing));
+      upper_var.push_back(up_spacing * up_spacing);
+      lower_var.push_back(down_spacing * down_spacing);
     }
-    if (centre.size() < kFastMinStretches) return;
+    const size_t n = centre.size();
+    if (n < kFastMinStretches) return;
+    // Each side weighed by the other's noise, pooled over the stretches
+    // (the same weights for all, so that the floors' constant stays one).
+    double pooled_upper = 0, pooled_lower = 0;
+    for (size_t j = 0; j < n; ++j) {
+      pooled_upper += upper_var[j];
+      pooled_lower += lower_var[j];
+    }
+    pooled_upper = std::max(pooled_upper / static_cast<double>(n),
+                            kMinSideVariance);
+    pooled_lower = std::max(pooled_lower / static_cast<double>(n),
+                            kMinSideVariance);
+    const double w_upper = pooled_lower / (pooled_upper + pooled_lower);
+    const double w_lower = 1 - w_upper;
+    middle.clear();
+    variance.clear();
+    for (size_t j = 0; j < n; ++j) {
+      middle.push_back(w_upper * upper[j] + w_lower * lower[j]);
+      variance.push_back(w_upper * w_upper * upper_var[j] +
+                         w_lower * w_lower * lower_var[j]);
+    }
     double mx = 0, my = 0;
     for (size_t j = 0; j < centre.size(); ++j) {
       mx += centre[j];
@@ -233,21 +282,20 @@ void LinearityCheck::Test() {
   var /= static_cast<double>(variance.size());
   if (!(var > 0)) return;
   const double none = RestrictedLogLikelihood(centre, middle, var, 0);
-  // The lower end of σ²'s likelihood interval (the smallest alternative
-  // within e² of the best), where the allowance's lies outside it.
   std::array<double, kFastGrid> fast{};
-  double top = -std::numeric_limits<double>::infinity();
-  for (int k = 0; k < kFastGrid; ++k) {
-    const double factor = std::pow(10.0, k / 2.0);
-    fast[k] = RestrictedLogLikelihood(centre, middle, var,
-                                      factor * wander_ppb_ * wander_ppb_);
-    top = std::max(top, fast[k]);
-  }
-  fast_wander_ppb_ = 0;
-  for (int k = 1; k < kFastGrid && top - fast[0] > kLogRatioLimit; ++k) {
-    if (fast[k] >= top - kLogRatioLimit) {
-      fast_wander_ppb_ = std::pow(10.0, k / 4.0) * wander_ppb_;
-      break;
+  fast_wander_ppb_ = FastWanderLowerEnd(centre, middle, var, wander_ppb_, &fast);
+  // It must hold with the first or the last stretch left out: a random
+  // walk explains a lone minimum far in its exponential tail as a bend
+  // where it can bend once, at either end (inside, it would take two).
+  if (fast_wander_ppb_ > 0) {
+    std::array<double, kFastGrid> unused{};
+    for (const bool first : {true, false}) {
+      const std::vector<double> t(centre.begin() + (first ? 1 : 0),
+                                  centre.end() - (first ? 0 : 1));
+      const std::vector<double> y(middle.begin() + (first ? 1 : 0),
+                                  middle.end() - (first ? 0 : 1));
+      fast_wander_ppb_ = std::min(
+          fast_wander_ppb_, FastWanderLowerEnd(t, y, var, wander_ppb_, &unused));
     }
   }
   if (centre.size() < kMinStretches) return;

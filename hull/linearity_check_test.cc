@@ -99,6 +99,37 @@ TEST(LinearityCheckTest, SeesATenthOfTheAllowanceOnQuietDelays) {
   EXPECT_LE(seen, 2);
 }
 
+TEST(LinearityCheckTest, JitterOneWayIsWeighedByItsNoise) {
+  // 1 ms of exponential jitter forward against 10 µs back at 20 probes/s:
+  // a stretch's lowest request offset scatters by microseconds, its
+  // highest response offset by tens of ns. Weighted by the two sides'
+  // noise, the stretches do not read the forward tail as a wander on a
+  // linear clock (a test or two on 3 of these 20 seeds, none at the end),
+  // and see one the quiet side shows (17 of 20; their plain middles, 0).
+  Model m;
+  m.rate_hz = 20;
+  m.forward_exp_ns = 1'000'000;
+  m.backward_exp_ns = 10'000;
+  int ever = 0, at_end = 0;
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    LinearityCheck check(600 * kS, 1.0);
+    ever += Feed(m, seed, &check);
+    at_end += check.wander_seen();
+  }
+  EXPECT_LE(ever, 4);
+  EXPECT_EQ(at_end, 0);
+  // A tenth of the allowance moves the quiet side's stretches by more than
+  // their noise within 600 s; the middles' noise is the forward side's.
+  m.wander_ppb_per_sqrt_s = 0.1;
+  int seen = 0;
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    LinearityCheck check(600 * kS, 1.0);
+    Feed(m, seed, &check);
+    seen += check.wander_seen();
+  }
+  EXPECT_GE(seen, 15);
+}
+
 TEST(LinearityCheckTest, WaitsForEightStretches) {
   Model m;
   m.floor_ns = 150;
@@ -117,13 +148,13 @@ TEST(LinearityCheckTest, WaitsForEightStretches) {
 
 TEST(LinearityCheckTest, AFastWanderShowsWithinAFewStretches) {
   // 102's network with the clock wandering at 30 times the allowance (a
-  // steep swing's pace): by 90 s (6 stretches) the samples put the
-  // allowance outside the wander's likelihood interval (18 of these 20
-  // seeds), whose lower end is at most one step of its grid (√10 in σ²)
-  // above the truth.
+  // steep swing's pace): by 105 s (7 stretches) the samples put the
+  // allowance outside the wander's likelihood interval with the first or
+  // the last stretch left out (17 of these 20 seeds; 14 by 90 s), and its lower
+  // end is at most one step of its grid (√10 in σ²) above the truth.
   Model m;
   m.wander_ppb_per_sqrt_s = 30;
-  m.duration_ns = 90 * kS;
+  m.duration_ns = 105 * kS;
   int seen = 0;
   for (uint64_t seed = 1; seed <= 20; ++seed) {
     LinearityCheck check(600 * kS, 1.0);
@@ -132,6 +163,34 @@ TEST(LinearityCheckTest, AFastWanderShowsWithinAFewStretches) {
     EXPECT_LE(check.fast_wander_ppb(), 31.7) << seed;
   }
   EXPECT_GE(seen, 16);
+}
+
+TEST(LinearityCheckTest, OneStretchFarInItsTailIsNoFastWander) {
+  // A linear clock whose first stretch's responses were all delayed by
+  // 600 ns (its minimum far off, against about 1 ns of noise from 150
+  // samples of exp(200 ns)): a bend at the edge explains it better than a
+  // line (a lower end of 3.2 ppb/√s from that stretch alone), but the
+  // lower end must hold with the first or the last stretch left out.
+  Model m;
+  m.floor_ns = 150;
+  m.forward_exp_ns = m.backward_exp_ns = 200;
+  m.duration_ns = 300 * kS;
+  std::mt19937_64 rng(5);
+  std::exponential_distribution<double> delay(1 / m.forward_exp_ns);
+  LinearityCheck check(600 * kS, 1.0);
+  double max_fast_ppb = 0;
+  double theta_ns = 1e9;
+  for (double t_s = 0; t_s < 300; t_s += 0.1) {
+    const int64_t t1 = static_cast<int64_t>(t_s * 1e9);
+    const double d_forward = m.floor_ns + delay(rng);
+    const double d_backward =
+        m.floor_ns + delay(rng) + (t_s < 15 ? 600 : 0);
+    const int64_t t4 = t1 + static_cast<int64_t>(d_forward + d_backward);
+    check.Add(t1, theta_ns + d_forward, t4, theta_ns - d_backward, 0);
+    max_fast_ppb = std::max(max_fast_ppb, check.fast_wander_ppb());
+  }
+  EXPECT_GE(check.stretches(), 19);
+  EXPECT_EQ(max_fast_ppb, 0);
 }
 
 TEST(LinearityCheckTest, NoFastWanderOnALineOrAtTheAllowance) {
@@ -194,6 +253,8 @@ TEST(LinearityCheckTest, TimeBeforeTheFirstSampleIsLeftOut) {
   EXPECT_EQ(check.stretches(), 1);  // the first stretch, closed
   EXPECT_TRUE(check.running());
 }
+
+
 
 }  // namespace
 }  // namespace clocksync::hull
