@@ -370,9 +370,11 @@ TEST(AdaptiveEstimatorTest, ReferencesTooNoisyToResolveAWanderDoNotCount) {
 // A steep swing (800 ppb over 600 s: `--kinds`' swing-2hz with 50 µs of
 // jitter at 2 probes/s) moves the home short as soon as the first longest
 // window's samples and the references agree it wanders far faster than
-// the allowance: above 4 ppb/√s by 95–116 s on these 10 seeds, where the
-// references alone left three of them at the allowance until 191–193 s.
-TEST(AdaptiveEstimatorTest, SteepSwingShortensTheHomeWithinTwoMinutes) {
+// the allowance: above 4 ppb/√s by 95–125 s on these 10 seeds (by 116 s
+// before the samples' reading had to hold with either end stretch left
+// out, linearity_check.h), where the references alone left three of them
+// at the allowance until 191–193 s.
+TEST(AdaptiveEstimatorTest, SteepSwingShortensTheHomeWithinAFewStretches) {
   SimulationParams p;
   p.clock.frequency_ppm = 20;
   p.clock.sine_amplitude_ppb = 800;
@@ -400,7 +402,7 @@ TEST(AdaptiveEstimatorTest, SteepSwingShortensTheHomeWithinTwoMinutes) {
                 static_cast<int>(seed), first_s);
     latest_s = std::max(latest_s, first_s);
   }
-  EXPECT_LE(latest_s, 120);
+  EXPECT_LE(latest_s, 130);
 }
 
 // Local time before the epoch (a clock hours behind an early origin):
