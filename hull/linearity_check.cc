@@ -283,7 +283,8 @@ void LinearityCheck::Test() {
   if (!(var > 0)) return;
   const double none = RestrictedLogLikelihood(centre, middle, var, 0);
   std::array<double, kFastGrid> fast{};
-  fast_wander_ppb_ = FastWanderLowerEnd(centre, middle, var, wander_ppb_, &fast);
+  fast_wander_ppb_ =
+      FastWanderLowerEnd(centre, middle, var, wander_ppb_, &fast);
   // It must hold with the first or the last stretch left out: a random
   // walk explains a lone minimum far in its exponential tail as a bend
   // where it can bend once, at either end (inside, it would take two).
@@ -294,8 +295,9 @@ void LinearityCheck::Test() {
                                   centre.end() - (first ? 0 : 1));
       const std::vector<double> y(middle.begin() + (first ? 1 : 0),
                                   middle.end() - (first ? 0 : 1));
-      fast_wander_ppb_ = std::min(
-          fast_wander_ppb_, FastWanderLowerEnd(t, y, var, wander_ppb_, &unused));
+      fast_wander_ppb_ =
+          std::min(fast_wander_ppb_,
+                   FastWanderLowerEnd(t, y, var, wander_ppb_, &unused));
     }
   }
   if (centre.size() < kMinStretches) return;

@@ -150,8 +150,9 @@ TEST(LinearityCheckTest, AFastWanderShowsWithinAFewStretches) {
   // 102's network with the clock wandering at 30 times the allowance (a
   // steep swing's pace): by 105 s (7 stretches) the samples put the
   // allowance outside the wander's likelihood interval with the first or
-  // the last stretch left out (17 of these 20 seeds; 14 by 90 s), and its lower
-  // end is at most one step of its grid (√10 in σ²) above the truth.
+  // the last stretch left out (17 of these 20 seeds; 14 by 90 s), and
+  // its lower end is at most one step of its grid (√10 in σ²) above the
+  // truth.
   Model m;
   m.wander_ppb_per_sqrt_s = 30;
   m.duration_ns = 105 * kS;
@@ -171,20 +172,16 @@ TEST(LinearityCheckTest, OneStretchFarInItsTailIsNoFastWander) {
   // samples of exp(200 ns)): a bend at the edge explains it better than a
   // line (a lower end of 3.2 ppb/√s from that stretch alone), but the
   // lower end must hold with the first or the last stretch left out.
-  Model m;
-  m.floor_ns = 150;
-  m.forward_exp_ns = m.backward_exp_ns = 200;
-  m.duration_ns = 300 * kS;
+  constexpr double kFloorNs = 150;
   std::mt19937_64 rng(5);
-  std::exponential_distribution<double> delay(1 / m.forward_exp_ns);
+  std::exponential_distribution<double> delay(1 / 200.0);
   LinearityCheck check(600 * kS, 1.0);
   double max_fast_ppb = 0;
-  double theta_ns = 1e9;
+  const double theta_ns = 1e9;
   for (double t_s = 0; t_s < 300; t_s += 0.1) {
     const int64_t t1 = static_cast<int64_t>(t_s * 1e9);
-    const double d_forward = m.floor_ns + delay(rng);
-    const double d_backward =
-        m.floor_ns + delay(rng) + (t_s < 15 ? 600 : 0);
+    const double d_forward = kFloorNs + delay(rng);
+    const double d_backward = kFloorNs + delay(rng) + (t_s < 15 ? 600 : 0);
     const int64_t t4 = t1 + static_cast<int64_t>(d_forward + d_backward);
     check.Add(t1, theta_ns + d_forward, t4, theta_ns - d_backward, 0);
     max_fast_ppb = std::max(max_fast_ppb, check.fast_wander_ppb());
@@ -253,8 +250,6 @@ TEST(LinearityCheckTest, TimeBeforeTheFirstSampleIsLeftOut) {
   EXPECT_EQ(check.stretches(), 1);  // the first stretch, closed
   EXPECT_TRUE(check.running());
 }
-
-
 
 }  // namespace
 }  // namespace clocksync::hull
