@@ -4,6 +4,7 @@
 
 #include "hull/adaptive_estimator.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <functional>

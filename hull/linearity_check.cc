@@ -214,14 +214,15 @@ void LinearityCheck::Test() {
   const size_t complete = stretches_.size();
   const double stretch_s = static_cast<double>(stretch_ns_) * 1e-9;
   double slope = slope_ppb_;
-  std::vector<double> centre, middle, variance;
-  std::vector<double> upper, lower, upper_var, lower_var;
+  std::vector<double> centre, middle;
+  std::vector<double> upper, lower;
+  double var = 0;  // the stretches' noise, pooled (their sample counts
+                   // are alike), from about 3 kLowest − 3 spacings each
   for (int round = 0; round < kFitRounds; ++round) {
     centre.clear();
     upper.clear();
     lower.clear();
-    upper_var.clear();
-    lower_var.clear();
+    double upper_var = 0, lower_var = 0;
     for (size_t j = 0; j < complete; ++j) {
       const Stretch& s = stretches_[j];
       if (s.up.n < kLowest || s.down.n < kLowest) continue;
@@ -229,30 +230,23 @@ void LinearityCheck::Test() {
       centre.push_back((static_cast<double>(j) + 0.5) * stretch_s);
       upper.push_back(s.up.Lowest(slope, &up_spacing));
       lower.push_back(-s.down.Lowest(-slope, &down_spacing));
-      upper_var.push_back(up_spacing * up_spacing);
-      lower_var.push_back(down_spacing * down_spacing);
+      upper_var += up_spacing * up_spacing;
+      lower_var += down_spacing * down_spacing;
     }
     const size_t n = centre.size();
     if (n < kFastMinStretches) return;
+    upper_var /= static_cast<double>(n);
+    lower_var /= static_cast<double>(n);
     // Each side weighed by the other's noise, pooled over the stretches
     // (the same weights for all, so that the floors' constant stays one).
-    double pooled_upper = 0, pooled_lower = 0;
-    for (size_t j = 0; j < n; ++j) {
-      pooled_upper += upper_var[j];
-      pooled_lower += lower_var[j];
-    }
-    pooled_upper = std::max(pooled_upper / static_cast<double>(n),
-                            kMinSideVariance);
-    pooled_lower = std::max(pooled_lower / static_cast<double>(n),
-                            kMinSideVariance);
-    const double w_upper = pooled_lower / (pooled_upper + pooled_lower);
+    const double weigh_upper = std::max(upper_var, kMinSideVariance);
+    const double weigh_lower = std::max(lower_var, kMinSideVariance);
+    const double w_upper = weigh_lower / (weigh_upper + weigh_lower);
     const double w_lower = 1 - w_upper;
+    var = w_upper * w_upper * upper_var + w_lower * w_lower * lower_var;
     middle.clear();
-    variance.clear();
     for (size_t j = 0; j < n; ++j) {
       middle.push_back(w_upper * upper[j] + w_lower * lower[j]);
-      variance.push_back(w_upper * w_upper * upper_var[j] +
-                         w_lower * w_lower * lower_var[j]);
     }
     double mx = 0, my = 0;
     for (size_t j = 0; j < centre.size(); ++j) {
@@ -275,11 +269,6 @@ void LinearityCheck::Test() {
     }
   }
   slope_ppb_ = slope;
-  // The stretches' noise, pooled: one variance for all (their sample
-  // counts are alike), from about 3 kLowest − 3 spacings each.
-  double var = 0;
-  for (const double v : variance) var += v;
-  var /= static_cast<double>(variance.size());
   if (!(var > 0)) return;
   const double none = RestrictedLogLikelihood(centre, middle, var, 0);
   std::array<double, kFastGrid> fast{};
