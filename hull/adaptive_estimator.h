@@ -196,9 +196,10 @@
 //    once they count 4 readings, to agree: their estimate of σ² below
 //    (0.1 σ)² as well (one level's drifts can stay nearly unchanged for a
 //    few hundred seconds on a clock that wanders as the allowance says),
-//    and the samples of the first longest window to fit a line, from 8
-//    stretches of 15 s on (LinearityCheck, linearity_check.h: with kernel
-//    timestamps a tenth of σ hides in the drifts' noise, not in theirs).
+//    and the samples of the first longest window to fit a line, from 5
+//    stretches of 15 s on, each left out in turn before 8 (LinearityCheck,
+//    linearity_check.h: with kernel timestamps a tenth of σ hides in the
+//    drifts' noise, not in theirs).
 //
 // The answering level's bound is its own (each level's bound is valid
 // alone), and its estimate lies inside it; the level widens it for the

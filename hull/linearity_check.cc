@@ -9,20 +9,19 @@
 namespace clocksync::hull {
 namespace {
 
-// Fewest complete stretches a test weighs (120 s): with fewer, the pooled
-// noise rests on few spacings and one stretch's minimum far in its
-// exponential tail passes the limit (109, no wander, seed 42: e^3.6 at
-// 75 s; from 3 stretches on, 109 on seeds 40–49 1.008 → 1.064 × the best
-// fixed window).
+// Fewest complete stretches the verdict weighs all at once (120 s): with
+// fewer, the pooled noise rests on few spacings and one stretch's minimum
+// far in its exponential tail passes the limit (109, no wander, seed 42:
+// e^3.6 at 75 s; from 3 stretches on, 109 on seeds 40–49 1.008 → 1.064 ×
+// the best fixed window), so each is left out in turn.
 constexpr size_t kMinStretches = 8;
 // Rounds of reading the stretches along a slope and fitting a new one.
 constexpr int kFitRounds = 3;
 // The clock wanders when the best alternative is this much more likely
 // (log): e².
 constexpr double kLogRatioLimit = 2.0;
-// The alternatives: σ² at 0.01, 0.1, 1 and 10 times the allowance's (the
-// last two from the fast-wander grid below).
-constexpr std::array<double, 2> kSlowFactors = {0.01, 0.1};
+// The verdict's alternatives: σ² at these times the allowance's.
+constexpr std::array<double, 4> kVerdictFactors = {0.01, 0.1, 1, 10};
 // The fast-wander alternatives: σ² at 10^(k/2) times the allowance's,
 // k = 0 .. kFastGrid − 1 (1 to 10⁵), weighed from kFastMinStretches (75 s)
 // on: a steep swing departs from a line by many times the stretches'
@@ -100,25 +99,37 @@ double RestrictedLogLikelihood(const std::vector<double>& t,
 
 // The lower end of σ²'s likelihood interval over the fast-wander grid
 // (the smallest alternative within e² of the best; as σ, ppb/√s) where
-// the allowance's σ² (the grid's first) lies outside it, else 0. `fast`
-// receives the grid's log likelihoods.
+// the allowance's σ² (the grid's first) lies outside it, else 0.
 double FastWanderLowerEnd(const std::vector<double>& t,
                           const std::vector<double>& y, double var,
-                          double wander_ppb,
-                          std::array<double, kFastGrid>* fast) {
+                          double wander_ppb) {
+  std::array<double, kFastGrid> fast{};
   double top = -std::numeric_limits<double>::infinity();
   for (int k = 0; k < kFastGrid; ++k) {
     const double factor = std::pow(10.0, k / 2.0);
-    (*fast)[k] =
+    fast[k] =
         RestrictedLogLikelihood(t, y, var, factor * wander_ppb * wander_ppb);
-    top = std::max(top, (*fast)[k]);
+    top = std::max(top, fast[k]);
   }
-  for (int k = 1; k < kFastGrid && top - (*fast)[0] > kLogRatioLimit; ++k) {
-    if ((*fast)[k] >= top - kLogRatioLimit) {
+  for (int k = 1; k < kFastGrid && top - fast[0] > kLogRatioLimit; ++k) {
+    if (fast[k] >= top - kLogRatioLimit) {
       return std::pow(10.0, k / 4.0) * wander_ppb;
     }
   }
   return 0;
+}
+
+// The verdict's log likelihood ratio: the best of the alternatives (σ²
+// at 0.01, 0.1, 1 and 10 times the allowance's) over no wander.
+double VerdictLogRatio(const std::vector<double>& t,
+                       const std::vector<double>& y, double var,
+                       double wander_ppb) {
+  double best = -std::numeric_limits<double>::infinity();
+  for (const double f : kVerdictFactors) {
+    best = std::max(best, RestrictedLogLikelihood(t, y, var,
+                                                  f * wander_ppb * wander_ppb));
+  }
+  return best - RestrictedLogLikelihood(t, y, var, 0);
 }
 
 }  // namespace
@@ -270,15 +281,11 @@ void LinearityCheck::Test() {
   }
   slope_ppb_ = slope;
   if (!(var > 0)) return;
-  const double none = RestrictedLogLikelihood(centre, middle, var, 0);
-  std::array<double, kFastGrid> fast{};
-  fast_wander_ppb_ =
-      FastWanderLowerEnd(centre, middle, var, wander_ppb_, &fast);
+  fast_wander_ppb_ = FastWanderLowerEnd(centre, middle, var, wander_ppb_);
   // It must hold with the first or the last stretch left out: a random
   // walk explains a lone minimum far in its exponential tail as a bend
   // where it can bend once, at either end (inside, it would take two).
   if (fast_wander_ppb_ > 0) {
-    std::array<double, kFastGrid> unused{};
     for (const bool first : {true, false}) {
       const std::vector<double> t(centre.begin() + (first ? 1 : 0),
                                   centre.end() - (first ? 0 : 1));
@@ -286,21 +293,27 @@ void LinearityCheck::Test() {
                                   middle.end() - (first ? 0 : 1));
       fast_wander_ppb_ =
           std::min(fast_wander_ppb_,
-                   FastWanderLowerEnd(t, y, var, wander_ppb_, &unused));
+                   FastWanderLowerEnd(t, y, var, wander_ppb_));
     }
   }
-  if (centre.size() < kMinStretches) return;
-  // The verdict's alternatives: 1 and 10 times are the grid's first and
-  // third; 0.1 and 0.01 below it.
-  double best = std::max(fast[0], fast[2]);
-  for (const double f : kSlowFactors) {
-    best = std::max(best, RestrictedLogLikelihood(centre, middle, var,
-                                                  f * wander_ppb_ *
-                                                      wander_ppb_));
+  if (centre.size() >= kMinStretches) {
+    log_ratio_ = VerdictLogRatio(centre, middle, var, wander_ppb_);
+  } else {
+    // Fewer: the ratio with each stretch left out in turn, the least of
+    // them (one stretch's minimum far in its tail does not pass it).
+    log_ratio_ = std::numeric_limits<double>::infinity();
+    for (size_t out = 0; out < centre.size(); ++out) {
+      std::vector<double> t, y;
+      for (size_t j = 0; j < centre.size(); ++j) {
+        if (j == out) continue;
+        t.push_back(centre[j]);
+        y.push_back(middle[j]);
+      }
+      log_ratio_ =
+          std::min(log_ratio_, VerdictLogRatio(t, y, var, wander_ppb_));
+    }
   }
-  best -= none;
-  log_ratio_ = best;
-  wander_seen_ = best > kLogRatioLimit;
+  wander_seen_ = log_ratio_ > kLogRatioLimit;
 }
 
 }  // namespace clocksync::hull
