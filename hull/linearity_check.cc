@@ -296,12 +296,12 @@ void LinearityCheck::Test() {
                    FastWanderLowerEnd(t, y, var, wander_ppb_));
     }
   }
+  double log_ratio = std::numeric_limits<double>::infinity();
   if (centre.size() >= kMinStretches) {
-    log_ratio_ = VerdictLogRatio(centre, middle, var, wander_ppb_);
+    log_ratio = VerdictLogRatio(centre, middle, var, wander_ppb_);
   } else {
     // Fewer: the ratio with each stretch left out in turn, the least of
     // them (one stretch's minimum far in its tail does not pass it).
-    log_ratio_ = std::numeric_limits<double>::infinity();
     for (size_t out = 0; out < centre.size(); ++out) {
       std::vector<double> t, y;
       for (size_t j = 0; j < centre.size(); ++j) {
@@ -309,11 +309,11 @@ void LinearityCheck::Test() {
         t.push_back(centre[j]);
         y.push_back(middle[j]);
       }
-      log_ratio_ =
-          std::min(log_ratio_, VerdictLogRatio(t, y, var, wander_ppb_));
+      log_ratio =
+          std::min(log_ratio, VerdictLogRatio(t, y, var, wander_ppb_));
     }
   }
-  wander_seen_ = log_ratio_ > kLogRatioLimit;
+  wander_seen_ = log_ratio > kLogRatioLimit;
 }
 
 }  // namespace clocksync::hull

@@ -88,11 +88,10 @@ class LinearityCheck {
   // Ends the check (a step: the line before it says nothing after it).
   void Stop();
 
-  // The latest test found the stretches off a line.
+  // The latest test found the stretches off a line (before 8 of them,
+  // with each one left out in turn).
   bool wander_seen() const { return wander_seen_; }
   bool running() const { return running_; }
-  // The latest test's log likelihood ratio (best alternative over none).
-  double log_ratio() const { return log_ratio_; }
   // The latest test's lower end of the wander's likelihood interval
   // (ppb/√s) where the allowance lies below that interval, 0 otherwise
   // (tested from 5 stretches on; see the top of this file).
@@ -141,7 +140,6 @@ class LinearityCheck {
   int64_t first_x_ = 0;
   bool running_ = true;
   bool wander_seen_ = false;
-  double log_ratio_ = 0;
   double fast_wander_ppb_ = 0;
   double slope_ppb_ = 0;  // the last fit's
   std::vector<Stretch> stretches_;  // complete (empty where none came)
