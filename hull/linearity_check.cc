@@ -119,6 +119,16 @@ double FastWanderLowerEnd(const std::vector<double>& t,
   return 0;
 }
 
+// `v` without its element `out` (a stretch left out).
+std::vector<double> Without(const std::vector<double>& v, size_t out) {
+  std::vector<double> rest;
+  rest.reserve(v.size() - 1);
+  for (size_t j = 0; j < v.size(); ++j) {
+    if (j != out) rest.push_back(v[j]);
+  }
+  return rest;
+}
+
 // The verdict's log likelihood ratio: the best of the alternatives (σ²
 // at 0.01, 0.1, 1 and 10 times the allowance's) over no wander.
 double VerdictLogRatio(const std::vector<double>& t,
@@ -286,14 +296,11 @@ void LinearityCheck::Test() {
   // walk explains a lone minimum far in its exponential tail as a bend
   // where it can bend once, at either end (inside, it would take two).
   if (fast_wander_ppb_ > 0) {
-    for (const bool first : {true, false}) {
-      const std::vector<double> t(centre.begin() + (first ? 1 : 0),
-                                  centre.end() - (first ? 0 : 1));
-      const std::vector<double> y(middle.begin() + (first ? 1 : 0),
-                                  middle.end() - (first ? 0 : 1));
-      fast_wander_ppb_ =
-          std::min(fast_wander_ppb_,
-                   FastWanderLowerEnd(t, y, var, wander_ppb_));
+    for (const size_t out : {size_t{0}, centre.size() - 1}) {
+      fast_wander_ppb_ = std::min(
+          fast_wander_ppb_, FastWanderLowerEnd(Without(centre, out),
+                                               Without(middle, out), var,
+                                               wander_ppb_));
     }
   }
   double log_ratio = std::numeric_limits<double>::infinity();
@@ -303,14 +310,9 @@ void LinearityCheck::Test() {
     // Fewer: the ratio with each stretch left out in turn, the least of
     // them (one stretch's minimum far in its tail does not pass it).
     for (size_t out = 0; out < centre.size(); ++out) {
-      std::vector<double> t, y;
-      for (size_t j = 0; j < centre.size(); ++j) {
-        if (j == out) continue;
-        t.push_back(centre[j]);
-        y.push_back(middle[j]);
-      }
-      log_ratio =
-          std::min(log_ratio, VerdictLogRatio(t, y, var, wander_ppb_));
+      log_ratio = std::min(
+          log_ratio, VerdictLogRatio(Without(centre, out),
+                                     Without(middle, out), var, wander_ppb_));
     }
   }
   wander_seen_ = log_ratio > kLogRatioLimit;

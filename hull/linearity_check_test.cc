@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <random>
 #include <utility>
 
@@ -54,6 +55,26 @@ bool Feed(const Model& m, uint64_t seed, LinearityCheck* check,
     frequency_ppb += m.wander_ppb_per_sqrt_s * std::sqrt(dt_s) * normal(rng);
   }
   return seen;
+}
+
+// A linear clock on quiet delays (150 ns + exp(200 ns) each way at 10
+// probes/s) whose first stretch's responses were all delayed by 600 ns
+// (its minimum far off, against about 1 ns of noise from 150 samples),
+// fed for `seconds`; `after_each` runs after every sample.
+void FeedOneStretchFarInItsTail(double seconds, LinearityCheck* check,
+                                const std::function<void()>& after_each) {
+  std::mt19937_64 rng(5);
+  std::exponential_distribution<double> delay(1 / 200.0);
+  constexpr double kFloorNs = 150;
+  constexpr double kThetaNs = 1e9;
+  for (double t_s = 0; t_s < seconds; t_s += 0.1) {
+    const int64_t t1 = static_cast<int64_t>(t_s * 1e9);
+    const double d_forward = kFloorNs + delay(rng);
+    const double d_backward = kFloorNs + delay(rng) + (t_s < 15 ? 600 : 0);
+    const int64_t t4 = t1 + static_cast<int64_t>(d_forward + d_backward);
+    check->Add(t1, kThetaNs + d_forward, t4, kThetaNs - d_backward, 0);
+    after_each();
+  }
 }
 
 TEST(LinearityCheckTest, ALineHoldsUnderNoisyDelays) {
@@ -166,21 +187,13 @@ TEST(LinearityCheckTest, BeforeEightStretchesEachIsLeftOutInTurn) {
     lines += Feed(m, seed, &check);
   }
   EXPECT_EQ(lines, 0);
-  // A linear clock whose first stretch's responses were all delayed by
-  // 600 ns (about 1 ns of noise from 150 samples of exp(200 ns)): with
-  // that stretch in, the ratio is e^2000.
-  std::mt19937_64 rng(5);
-  std::exponential_distribution<double> delay(1 / 200.0);
+  // The lone stretch of OneStretchFarInItsTailIsNoFastWander (below):
+  // with it in, the ratio is e^2000.
   LinearityCheck check(600 * kS, 1.0);
   bool seen = false;
-  for (double t_s = 0; t_s < 119; t_s += 0.1) {
-    const int64_t t1 = static_cast<int64_t>(t_s * 1e9);
-    const double d_forward = 150 + delay(rng);
-    const double d_backward = 150 + delay(rng) + (t_s < 15 ? 600 : 0);
-    const int64_t t4 = t1 + static_cast<int64_t>(d_forward + d_backward);
-    check.Add(t1, 1e9 + d_forward, t4, 1e9 - d_backward, 0);
+  FeedOneStretchFarInItsTail(119, &check, [&] {
     seen = seen || check.wander_seen();
-  }
+  });
   EXPECT_EQ(check.stretches(), 7);
   EXPECT_FALSE(seen);
 }
@@ -206,25 +219,15 @@ TEST(LinearityCheckTest, AFastWanderShowsWithinAFewStretches) {
 }
 
 TEST(LinearityCheckTest, OneStretchFarInItsTailIsNoFastWander) {
-  // A linear clock whose first stretch's responses were all delayed by
-  // 600 ns (its minimum far off, against about 1 ns of noise from 150
-  // samples of exp(200 ns)): a bend at the edge explains it better than a
-  // line (a lower end of 3.2 ppb/√s from that stretch alone), but the
-  // lower end must hold with the first or the last stretch left out.
-  constexpr double kFloorNs = 150;
-  std::mt19937_64 rng(5);
-  std::exponential_distribution<double> delay(1 / 200.0);
+  // A bend at the edge explains the lone stretch far in its tail
+  // (FeedOneStretchFarInItsTail) better than a line (a lower end of
+  // 3.2 ppb/√s from that stretch alone), but the lower end must hold
+  // with the first or the last stretch left out.
   LinearityCheck check(600 * kS, 1.0);
   double max_fast_ppb = 0;
-  const double theta_ns = 1e9;
-  for (double t_s = 0; t_s < 300; t_s += 0.1) {
-    const int64_t t1 = static_cast<int64_t>(t_s * 1e9);
-    const double d_forward = kFloorNs + delay(rng);
-    const double d_backward = kFloorNs + delay(rng) + (t_s < 15 ? 600 : 0);
-    const int64_t t4 = t1 + static_cast<int64_t>(d_forward + d_backward);
-    check.Add(t1, theta_ns + d_forward, t4, theta_ns - d_backward, 0);
+  FeedOneStretchFarInItsTail(300, &check, [&] {
     max_fast_ppb = std::max(max_fast_ppb, check.fast_wander_ppb());
-  }
+  });
   EXPECT_GE(check.stretches(), 19);
   EXPECT_EQ(max_fast_ppb, 0);
 }
