@@ -5,16 +5,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
-
-#include "hull/student_t.h"
+#include <utility>
 
 namespace clocksync::hull {
 namespace {
 
-// A shorter level answers only while its score's upper confidence bound
-// (mean + kConfidenceZ standard errors) is below the alternatives'.
-constexpr double kConfidenceZ = 1.5;
 // Checkpoints overlap by half (every D/2, each reference D long): the
 // effective number of independent scores is about half their count.
 constexpr double kCheckpointOverlap = 2.0;
@@ -27,8 +22,6 @@ constexpr double kCorrelationFactor = 2.0;
 // window of the pair: leaving the home counts one independent score per
 // longer window / (this many D) checkpoints (one per tenth of it).
 constexpr double kHomeCorrelationFactor = 5.0;
-// No level but the longest answers before this many effective checkpoints.
-constexpr double kMinEffectiveCheckpoints = 4.0;
 // A level whose hull range is wider than this times the next longer
 // level's has lost its low-delay samples (see the header).
 constexpr double kEligibleRangeRatio = 4.0;
@@ -57,12 +50,9 @@ constexpr int kPurityMinWidths = 8;
 // estimate moved a third of the way away from the longer one's,
 // (4 θ_W − θ_2W) / 3, has no such lag; it has about 1.3 times the
 // shorter level's noise, and answers only when it has predicted better
-// than the incumbent and the home by this many standard errors (with the
-// others' 1.5, 114 1.051 × the best fixed window instead of 1.044, 107
-// 0.411 × instead of 0.389: it answered through the flat parts of the
-// swings too).
+// than the incumbent and the home by more standard errors than the others
+// (kExtrapolationConfidenceZ, adaptive_estimator_scores.cc).
 constexpr double kExtrapolationWeight = -1.0 / 3;
-constexpr double kExtrapolationConfidenceZ = 2.5;
 // The long reference runs this many times D: its minima come from this many
 // times more samples, so it is that much less noisy where the jitter is
 // large against the rate (1 probe/s), and it is late by as much, which
@@ -104,6 +94,12 @@ constexpr int kEarlyMinCheckpoints = 2;
 constexpr double kEarlyMinSpanFraction = 0.75;
 // The home's wander is never below this (ppb/√s).
 constexpr double kMinHomeWander = 1e-6;
+// While the samples' check runs and sees no wander, a home at least this
+// many half-steps below the longest window (a quarter of it or less)
+// leans towards the longest level by the check's probability of a linear
+// clock, at these prior odds of a wander against none (header, step 5).
+constexpr double kLeanMinHomePosition = 4;
+constexpr double kWanderPriorOdds = 3;
 
 // A level whose window is more than this fraction congested (as the round
 // trips show it) may not answer, whatever its range says.
@@ -177,44 +173,6 @@ bool AdaptiveWindowEstimator::HomeOutlastsCongestion(
   // The scores stop while the episode lasts (step 2): they are those of
   // before it, where the stand-in did worse by this in mean square.
   return PairedMean(stand_in, home) > shift * shift;
-}
-
-double AdaptiveWindowEstimator::PairedUpperBound(int a, int b,
-                                                 bool against_home) const {
-  // The bound moves only when a checkpoint is scored (ScoreCheckpoint
-  // clears the cache); Select asks for the same pairs at every sample.
-  const size_t i = static_cast<size_t>(
-      ((against_home ? candidates_ : 0) + a) * candidates_ + b);
-  if (!bound_valid_[i]) {
-    bound_cache_[i] = ComputePairedUpperBound(a, b, against_home);
-    bound_valid_[i] = 1;
-  }
-  return bound_cache_[i];
-}
-
-double AdaptiveWindowEstimator::ComputePairedUpperBound(
-    int a, int b, bool against_home) const {
-  const int kind = PairKind(a, b);
-  const double w = weight_sum_[kind];
-  if (w <= 0) return std::numeric_limits<double>::infinity();
-  const PairedScore& p = scores_[Pair(a, b)];
-  const double mean = p.sum_d / w;
-  // At least what the reference's own noise gives (header, step 3).
-  const double variance =
-      std::max({0.0, p.sum_d2 / w - mean * mean,
-                4 * ReferenceNoiseNs2(kind) * p.sum_gap2 / w});
-  // Long references overlap kLongReferenceFactor times more.
-  const double overlap =
-      against_home ? home_overlap_[Pair(a, b)] : overlap_[Pair(a, b)];
-  const double effective = w * w / weight_sum2_[kind] / overlap;
-  if (effective < kMinEffectiveCheckpoints) {
-    return std::numeric_limits<double>::infinity();
-  }
-  double z = a >= blends_ ? kExtrapolationConfidenceZ : kConfidenceZ;
-  // Against references too noisy to resolve a wander: Student's t (see
-  // ReferencesTooNoisy).
-  if (ReferencesTooNoisy()) z = StudentQuantile(z, effective - 1);
-  return mean + z * std::sqrt(variance / effective);
 }
 
 bool AdaptiveWindowEstimator::IsPure(double width_ns, int kind) {
@@ -514,6 +472,12 @@ void AdaptiveWindowEstimator::Select(
     }
   }
   candidate_ = best;
+  linear_weight_ = 0;
+  if (best == home && home_position_ >= kLeanMinHomePosition && eligible[0] &&
+      linearity_.running() && !linearity_.wander_seen()) {
+    const double p = linearity_.LinearProbability(kWanderPriorOdds);
+    if (p > 0) linear_weight_ = p;  // not before the first test (NaN)
+  }
   // Candidate c is level c / 2 (c even) or halfway between levels c / 2
   // and c / 2 + 1 (c odd); the home answers from where W* falls between
   // its neighbours, when both levels there are eligible.
@@ -748,7 +712,7 @@ AddResult AdaptiveWindowEstimator::Add(const ProbeSample& s) {
     home_ = HomeCandidate(x);
   }
   last_estimate_ = Answer(now[selected_], allowance[selected_],
-                          now[std::max(0, selected_ - 1)], x);
+                          now[std::max(0, selected_ - 1)], now[0], x);
   last_estimate_x_ = x;
   have_last_estimate_ = true;
   reference_asymmetry_.AddSample(
@@ -767,12 +731,15 @@ TimeEstimate AdaptiveWindowEstimator::Estimate(int64_t local_ns) const {
   const TimeEstimate e = levels_[selected_]->Estimate(local_ns, &allowance_ns);
   const TimeEstimate longer =
       longer_weight_ == 0 ? e : levels_[selected_ - 1]->Estimate(local_ns);
-  return Answer(e, allowance_ns, longer, local_ns);
+  const TimeEstimate longest =
+      linear_weight_ == 0 ? e : levels_[0]->Estimate(local_ns);
+  return Answer(e, allowance_ns, longer, longest, local_ns);
 }
 
 TimeEstimate AdaptiveWindowEstimator::Answer(const TimeEstimate& selected,
                                              double allowance_ns,
                                              const TimeEstimate& longer,
+                                             const TimeEstimate& longest,
                                              int64_t local_ns) const {
   TimeEstimate e = selected;
   // The level's allowance is the configured wander's; where the
@@ -784,16 +751,19 @@ TimeEstimate AdaptiveWindowEstimator::Answer(const TimeEstimate& selected,
     e.earliest_ns -= extra;
     e.latest_ns += extra;
   }
-  if (longer_weight_ == 0 || e.state == SyncState::kUnsynced) return e;
-  // Between two levels, inside the answering (shorter) level's bound.
-  if (longer.state == SyncState::kUnsynced) return e;
-  const int64_t blend =
-      e.global_ns + std::llround(longer_weight_ *
-                                 static_cast<double>(longer.global_ns -
-                                                     e.global_ns));
-  e.global_ns = std::clamp(blend, e.earliest_ns, e.latest_ns);
-  e.offset_ns = e.global_ns - local_ns;
-  e.drift_ppb += longer_weight_ * (longer.drift_ppb - e.drift_ppb);
+  if (e.state == SyncState::kUnsynced) return e;
+  // Between two levels, then towards the longest where the clock may not
+  // wander (step 5), inside the answering level's bound.
+  for (const auto& [towards, weight] :
+       {std::pair{&longer, longer_weight_}, {&longest, linear_weight_}}) {
+    if (weight == 0 || towards->state == SyncState::kUnsynced) continue;
+    const int64_t moved =
+        e.global_ns + std::llround(weight * static_cast<double>(
+                                                towards->global_ns - e.global_ns));
+    e.global_ns = std::clamp(moved, e.earliest_ns, e.latest_ns);
+    e.offset_ns = e.global_ns - local_ns;
+    e.drift_ppb += weight * (towards->drift_ppb - e.drift_ppb);
+  }
   return e;
 }
 

@@ -30,6 +30,9 @@ constexpr std::array<double, 4> kVerdictFactors = {0.01, 0.1, 1, 10};
 // allowance's wander, a quiet stretch like no wander at all).
 constexpr int kFastGrid = 11;
 constexpr size_t kFastMinStretches = 5;
+// Beyond this the probability of a linear clock is 0 in doubles anyway
+// (keeps exp finite).
+constexpr double kMaxLogBayesFactor = 300;
 // The least noise variance a side's minimum is taken to have (ns²): the
 // stamps' own resolution, and no side weighs all.
 constexpr double kMinSideVariance = 1.0;
@@ -129,20 +132,36 @@ std::vector<double> Without(const std::vector<double>& v, size_t out) {
   return rest;
 }
 
-// The verdict's log likelihood ratio: the best of the alternatives (σ²
-// at 0.01, 0.1, 1 and 10 times the allowance's) over no wander.
+// The log likelihood ratios of the verdict's alternatives (σ² at 0.01,
+// 0.1, 1 and 10 times the allowance's) over no wander.
+std::array<double, kVerdictFactors.size()> VerdictLogRatios(
+    const std::vector<double>& t, const std::vector<double>& y, double var,
+    double wander_ppb) {
+  const double none = RestrictedLogLikelihood(t, y, var, 0);
+  std::array<double, kVerdictFactors.size()> ratios{};
+  for (size_t k = 0; k < kVerdictFactors.size(); ++k) {
+    ratios[k] = RestrictedLogLikelihood(
+                    t, y, var, kVerdictFactors[k] * wander_ppb * wander_ppb) -
+                none;
+  }
+  return ratios;
+}
+
+// The verdict's log likelihood ratio: the best alternative's.
 double VerdictLogRatio(const std::vector<double>& t,
                        const std::vector<double>& y, double var,
                        double wander_ppb) {
-  double best = -std::numeric_limits<double>::infinity();
-  for (const double f : kVerdictFactors) {
-    best = std::max(best, RestrictedLogLikelihood(t, y, var,
-                                                  f * wander_ppb * wander_ppb));
-  }
-  return best - RestrictedLogLikelihood(t, y, var, 0);
+  const auto ratios = VerdictLogRatios(t, y, var, wander_ppb);
+  return *std::max_element(ratios.begin(), ratios.end());
 }
 
 }  // namespace
+
+double LinearityCheck::LinearProbability(double wander_odds) const {
+  if (std::isnan(log_bayes_factor_)) return log_bayes_factor_;
+  return 1 / (1 + wander_odds * std::exp(std::min(log_bayes_factor_,
+                                                  kMaxLogBayesFactor)));
+}
 
 void LinearityCheck::Side::Add(double dx, double v, double slope_ppb) {
   if (!have_base) {
@@ -303,9 +322,17 @@ void LinearityCheck::Test() {
                                                wander_ppb_));
     }
   }
+  // The Bayes factor of a wander against none: the alternatives' mean
+  // likelihood ratio, from all the stretches (a stretch far in its tail
+  // lowers the probability of a linear clock: the cautious side).
+  const auto ratios = VerdictLogRatios(centre, middle, var, wander_ppb_);
+  const double top = *std::max_element(ratios.begin(), ratios.end());
+  double mean = 0;
+  for (const double r : ratios) mean += std::exp(r - top);
+  log_bayes_factor_ = top + std::log(mean / static_cast<double>(ratios.size()));
   double log_ratio = std::numeric_limits<double>::infinity();
   if (centre.size() >= kMinStretches) {
-    log_ratio = VerdictLogRatio(centre, middle, var, wander_ppb_);
+    log_ratio = top;
   } else {
     // Fewer: the ratio with each stretch left out in turn, the least of
     // them (one stretch's minimum far in its tail does not pass it).

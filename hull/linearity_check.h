@@ -35,6 +35,10 @@
 // a tenth of the allowance, which makes the 37.5 s window the best, by
 // 105 s on half the seeds (`109/wander=0.1` 1.246 → 1.110 × the best
 // fixed window; nothing before 120 s without it).
+// The same test gives the Bayes factor of a wander (the four σ² equally
+// likely) against none, from all the stretches, and with it the
+// probability of a linear clock at given prior odds: the adaptive
+// estimator's home leans towards the longest window by it.
 // From the 5th stretch (75 s) on, the same likelihoods at σ² of 1 to 10⁵
 // times the allowance's (steps of √10) give the lower end of the wander's
 // likelihood interval (the smallest σ² within e² of the best) where the
@@ -64,6 +68,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 namespace clocksync::hull {
@@ -97,6 +102,11 @@ class LinearityCheck {
   // (tested from 5 stretches on; see the top of this file).
   double fast_wander_ppb() const { return fast_wander_ppb_; }
   int stretches() const { return static_cast<int>(stretches_.size()); }
+  // The probability, after the latest test, that the clock does not
+  // wander, at prior odds `wander_odds` of a wander (σ² at 0.01, 0.1, 1 or
+  // 10 times the allowance's, equally likely) against none; NaN before
+  // the first test (5 stretches).
+  double LinearProbability(double wander_odds) const;
 
   // Points kept per direction and stretch, and the lowest of them whose
   // spacing gives the noise.
@@ -141,6 +151,8 @@ class LinearityCheck {
   bool running_ = true;
   bool wander_seen_ = false;
   double fast_wander_ppb_ = 0;
+  // The latest test's log Bayes factor of a wander against none.
+  double log_bayes_factor_ = std::numeric_limits<double>::quiet_NaN();
   double slope_ppb_ = 0;  // the last fit's
   std::vector<Stretch> stretches_;  // complete (empty where none came)
   std::vector<Point> filling_;
