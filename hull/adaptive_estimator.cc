@@ -100,12 +100,6 @@ constexpr double kMinHomeWander = 1e-6;
 // clock, at these prior odds of a wander against none (header, step 5).
 constexpr double kLeanMinHomePosition = 4;
 constexpr double kWanderPriorOdds = 3;
-// The samples' check (linearity_check.h) runs over this many longest
-// windows from the first sample or a step: over two instead of one,
-// random 124 → 125 of 200 (clocks wandering at 0.05–0.1 ppb/√s, whose
-// linear verdicts it vetoes later, 1.10–1.31 → 1.07–1.17 ×),
-// `104/sine=300ppb/1800s` 1.061 → 1.051 ×.
-constexpr int64_t kLinearityWindows = 2;
 
 // A level whose window is more than this fraction congested (as the round
 // trips show it) may not answer, whatever its range says.
@@ -122,8 +116,7 @@ AdaptiveWindowEstimator::AdaptiveWindowEstimator(const AdaptiveConfig& config)
       reference_wander_(2 * config.base.window_ns,
                         config.base.wander_ppb_per_sqrt_s),
       reference_asymmetry_(config.score_time_constant_ns),
-      linearity_(kLinearityWindows * config.base.window_ns,
-                 config.base.wander_ppb_per_sqrt_s) {
+      linearity_(config.base.window_ns, config.base.wander_ppb_per_sqrt_s) {
   for (int k = 0; k < config.levels; ++k) {
     EstimatorConfig c = config.base;
     c.window_ns = config.base.window_ns >> k;
@@ -580,7 +573,7 @@ int AdaptiveWindowEstimator::HomeCandidate(int64_t x) {
                            : std::min(home_wander_ppb_,
                                       std::clamp(allowance, lower, upper));
   }
-  // A steep swing shows in the check's samples sooner
+  // A steep swing shows in the first longest window's samples sooner
   // than the references' interval clears the allowance: the lesser of the
   // samples' lower end and the references' σ, where σ² is above the
   // allowance's and resolvable, outside congestion (header, step 5).
@@ -764,8 +757,9 @@ TimeEstimate AdaptiveWindowEstimator::Answer(const TimeEstimate& selected,
   for (const auto& [towards, weight] :
        {std::pair{&longer, longer_weight_}, {&longest, linear_weight_}}) {
     if (weight == 0 || towards->state == SyncState::kUnsynced) continue;
-    const double gap_ns = static_cast<double>(towards->global_ns - e.global_ns);
-    const int64_t moved = e.global_ns + std::llround(weight * gap_ns);
+    const int64_t moved =
+        e.global_ns + std::llround(weight * static_cast<double>(
+                                                towards->global_ns - e.global_ns));
     e.global_ns = std::clamp(moved, e.earliest_ns, e.latest_ns);
     e.offset_ns = e.global_ns - local_ns;
     e.drift_ppb += weight * (towards->drift_ppb - e.drift_ppb);

@@ -141,7 +141,7 @@
 //    so noisy (1–2 ms of jitter at 1 probe/s), they cannot resolve a
 //    wander a clock has from their own noise. A steep swing shows in
 //    the samples sooner than the references' interval clears the
-//    allowance: over the first two longest windows, from 5 stretches of 15 s
+//    allowance: over the first longest window, from 5 stretches of 15 s
 //    on, the samples give the lower end of the wander's likelihood
 //    interval where the allowance lies below it (LinearityCheck,
 //    linearity_check.h), and once the references (2 readings or more)
@@ -196,7 +196,7 @@
 //    once they count 4 readings, to agree: their estimate of σ² below
 //    (0.1 σ)² as well (one level's drifts can stay nearly unchanged for a
 //    few hundred seconds on a clock that wanders as the allowance says),
-//    and the samples of the first two longest windows to fit a line, from 5
+//    and the samples of the first longest window to fit a line, from 5
 //    stretches of 15 s on, each left out in turn before 8 (LinearityCheck,
 //    linearity_check.h: with kernel timestamps a tenth of σ hides in the
 //    drifts' noise, not in theirs).
@@ -520,7 +520,7 @@ class AdaptiveWindowEstimator final : public Estimator {
   // What unequal jitter in the two directions does to the references
   // (reference_asymmetry.h): taken out of each before it is scored.
   ReferenceAsymmetry reference_asymmetry_;
-  // Whether the samples of the first two longest windows fit a line
+  // Whether the samples of the first longest window fit a line
   // (linearity_check.h): the linear verdicts need it.
   LinearityCheck linearity_;
   // Each level's drifts, sampled a window apart (drift_wander.h).

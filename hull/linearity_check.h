@@ -1,6 +1,6 @@
 // hull/linearity_check.h: LinearityCheck, whether the samples of the
-// first minutes fit one line, judged from the samples themselves; the
-// adaptive estimator's linear verdicts need it (adaptive_estimator.h,
+// first longest window fit one line, judged from the samples themselves;
+// the adaptive estimator's linear verdicts need it (adaptive_estimator.h,
 // step 5).
 //
 // The verdicts read the drifts and the checkpoint references, whose own
@@ -53,10 +53,9 @@
 // allowance on 102's network shows by 90 s on 14 of 20 seeds (18
 // without), by 105 s on 17.
 //
-// The check runs for a horizon from the first sample (the adaptive
-// estimator's: two longest windows) or until a step, then keeps its last
-// result: after that the drifts of the longest windows measure the
-// wander. It keeps the samples of the
+// The check runs for one longest window from the first sample (or until
+// a step), then keeps its last result: after that the drifts of the
+// longest windows measure the wander. It keeps the samples of the
 // filling stretch only; of a complete one, the kKept lowest of each
 // direction along the slope known when it completed (the longest
 // level's drift); the lowest along a later, better slope is among them.
