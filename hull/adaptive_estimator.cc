@@ -757,9 +757,8 @@ TimeEstimate AdaptiveWindowEstimator::Answer(const TimeEstimate& selected,
   for (const auto& [towards, weight] :
        {std::pair{&longer, longer_weight_}, {&longest, linear_weight_}}) {
     if (weight == 0 || towards->state == SyncState::kUnsynced) continue;
-    const int64_t moved =
-        e.global_ns + std::llround(weight * static_cast<double>(
-                                                towards->global_ns - e.global_ns));
+    const double gap_ns = static_cast<double>(towards->global_ns - e.global_ns);
+    const int64_t moved = e.global_ns + std::llround(weight * gap_ns);
     e.global_ns = std::clamp(moved, e.earliest_ns, e.latest_ns);
     e.offset_ns = e.global_ns - local_ns;
     e.drift_ppb += weight * (towards->drift_ppb - e.drift_ppb);
