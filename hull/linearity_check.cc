@@ -37,6 +37,50 @@ constexpr double kMaxLogBayesFactor = 300;
 // stamps' own resolution, and no side weighs all.
 constexpr double kMinSideVariance = 1.0;
 
+// A stretch whose width (its lowest request offset less its highest
+// response offset: the two directions' least delays, θ cancels) lies this
+// many noise standard deviations above the median width rests on delayed
+// samples only: a standing queue below the round trips' congestion limit
+// (22 µs added one way at 13.5 µs of jitter) shifts its middle by half
+// the queue, which reads as a wander and vetoes the linear verdicts for
+// the whole first longest window. For exponential minima a clean stretch
+// lies that far out once in 300 or more rarely (e^5.7 with jitter one
+// way, e^6.5 with the same both ways).
+constexpr double kImpureWidthNoises = 5;
+
+// Drops the stretches whose width is impure (above) from the parallel
+// vectors: their centres, upper and lower offsets and the two sides'
+// squared noise spacings.
+void KeepPure(std::vector<double>& centre, std::vector<double>& upper,
+              std::vector<double>& lower, std::vector<double>& up2,
+              std::vector<double>& down2) {
+  const size_t n = centre.size();
+  if (n < 3) return;
+  std::vector<double> width(n);
+  double noise2 = 0;
+  for (size_t j = 0; j < n; ++j) {
+    width[j] = upper[j] - lower[j];
+    noise2 += up2[j] + down2[j];
+  }
+  noise2 /= static_cast<double>(n);
+  std::vector<double> sorted = width;
+  std::nth_element(sorted.begin(), sorted.begin() + n / 2, sorted.end());
+  const double limit = sorted[n / 2] + kImpureWidthNoises * std::sqrt(noise2);
+  size_t kept = 0;
+  for (size_t j = 0; j < n; ++j) {
+    if (width[j] > limit) continue;
+    centre[kept] = centre[j];
+    upper[kept] = upper[j];
+    lower[kept] = lower[j];
+    up2[kept] = up2[j];
+    down2[kept] = down2[j];
+    ++kept;
+  }
+  for (std::vector<double>* v : {&centre, &upper, &lower, &up2, &down2}) {
+    v->resize(kept);
+  }
+}
+
 // The restricted (REML) log likelihood of offsets y (ns) at times t (s)
 // under an unknown line, white noise of variance `var` (ns²) and a
 // random-walk frequency of σ² = q (ppb²/s), whose offsets covary as
@@ -263,6 +307,7 @@ void LinearityCheck::Test() {
     upper.clear();
     lower.clear();
     double upper_var = 0, lower_var = 0;
+    std::vector<double> up2, down2;
     for (size_t j = 0; j < complete; ++j) {
       const Stretch& s = stretches_[j];
       if (s.up.n < kLowest || s.down.n < kLowest) continue;
@@ -270,8 +315,13 @@ void LinearityCheck::Test() {
       centre.push_back((static_cast<double>(j) + 0.5) * stretch_s);
       upper.push_back(s.up.Lowest(slope, &up_spacing));
       lower.push_back(-s.down.Lowest(-slope, &down_spacing));
-      upper_var += up_spacing * up_spacing;
-      lower_var += down_spacing * down_spacing;
+      up2.push_back(up_spacing * up_spacing);
+      down2.push_back(down_spacing * down_spacing);
+    }
+    KeepPure(centre, upper, lower, up2, down2);
+    for (size_t j = 0; j < centre.size(); ++j) {
+      upper_var += up2[j];
+      lower_var += down2[j];
     }
     const size_t n = centre.size();
     if (n < kFastMinStretches) return;

@@ -92,11 +92,17 @@ class ReferenceAsymmetry {
   static constexpr int kWidths = 16;
   // The prior k: successive samples' differences held per direction, and
   // the log ratio of their spreads that counts for nothing (a ratio
-  // within e^1.5 ≈ 4.5: at 0.5, 109's 5:1 kernel stamps missed on seeds
-  // 0–9, 1.047 × the best fixed window; at 1, they were above the 300 s
-  // window; the regression measures such ratios in time).
+  // within e ≈ 2.7). With e^1.5 ≈ 4.5 a path with 4 times the jitter one
+  // way had no prior at all, and the regression needs minutes there
+  // (1 ms against 250 µs at 5 probes/s: on seeds 40–49 a mean of the two
+  // shortest levels answered from 230 to 370 s, 20–140 times the 300 s
+  // window's error; 1.069 → 0.990 × the best fixed window; the one-way
+  // kinds at 20 probes/s 0.005–0.011 × lower). At 0.5, 109's 5:1 kernel
+  // stamps missed once (1.027 × on seeds 0–9 at 0, 1.002 × its 300 s
+  // window), and the kinds at half the jitter one way moved both ways
+  // (`--kinds` 877 of 888 at 0.5, 880 at 1, 879 at 1.5).
   static constexpr int kSpreadSamples = 63;
-  static constexpr double kPriorDeadZone = 1.5;
+  static constexpr double kPriorDeadZone = 1.0;
 
   // `memory_ns`: older references weigh e^(−age / memory_ns).
   explicit ReferenceAsymmetry(int64_t memory_ns);

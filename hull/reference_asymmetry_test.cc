@@ -195,7 +195,7 @@ ReferenceAsymmetry WithSamples(double forward_mean_ns, double backward_mean_ns,
 }
 
 // Until the regression has its differences, k comes from the samples: with
-// jitter one way, about ½ (½ tanh(ln 100 − 1.5) = 0.498), and the
+// jitter one way, about ½ (½ tanh(ln 100 − 1) = 0.499), and the
 // references' miss is taken out from the first one on.
 TEST(ReferenceAsymmetryTest, SamplesGiveAPriorForJitterOneWay) {
   for (uint64_t seed = 1; seed <= 5; ++seed) {
@@ -215,18 +215,25 @@ TEST(ReferenceAsymmetryTest, SamplesGiveAPriorForJitterOneWay) {
               500'000 - k * 1'000'000, 1e-6);
 }
 
-// Within the dead zone nothing is inferred: the same jitter both ways, or
-// 2:1 (the regression measures that); and a congestion episode's samples
-// (marked) do not read as jitter back.
+// Within the dead zone (a ratio within e) nothing is inferred: the same
+// jitter both ways; 2:1 (the regression measures that) at most a little,
+// where the log ratio's noise reaches past the zone (3 of these 20 seeds,
+// k ≤ 0.14); and a congestion episode's samples (marked) do not read as
+// jitter back.
 TEST(ReferenceAsymmetryTest, NoPriorForComparableJitter) {
+  int two_to_one = 0;
   for (uint64_t seed = 1; seed <= 20; ++seed) {
     EXPECT_EQ(WithSamples(20'000, 20'000, seed).prior_slope(), 0) << seed;
-    EXPECT_EQ(WithSamples(20'000, 10'000, seed).prior_slope(), 0) << seed;
+    const double k = WithSamples(20'000, 10'000, seed).prior_slope();
+    EXPECT_GE(k, 0) << seed;
+    EXPECT_LT(k, 0.15) << seed;
+    two_to_one += k > 0;
     EXPECT_EQ(WithSamples(20'000, 20'000, seed, /*congested_every=*/3)
                   .prior_slope(),
               0)
         << seed;
   }
+  EXPECT_LE(two_to_one, 5);
 }
 
 // Too few samples: no prior.
