@@ -105,9 +105,9 @@ TEST(LinearityCheckTest, ALineHoldsUnderNoisyDelays) {
 // A standing queue one way (60 µs + exp(60 µs) on 50 µs + exp(20 µs) each
 // way, for 90 s of the first 600; the check knows nothing of congestion)
 // shifts the middle of each stretch it fills by half the queue: those
-// stretches are impure and left out, and the linear
-// clock stays linear (10 seeds: no wander seen, mean probability of a
-// linear clock 0.80; with the stretches kept, a wander on all 10, p ≈ 0).
+// stretches are impure and left out, and the linear clock stays linear
+// (10 seeds: no wander seen, mean probability of a linear clock 0.80;
+// with the stretches kept, a wander on all 10, p ≈ 0).
 TEST(LinearityCheckTest, AStandingQueueIsNoWander) {
   Model m;
   m.queue_ns = 60'000;

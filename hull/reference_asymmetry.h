@@ -97,10 +97,11 @@ class ReferenceAsymmetry {
   // (1 ms against 250 µs at 5 probes/s: on seeds 40–49 a mean of the two
   // shortest levels answered from 230 to 370 s, 20–140 times the 300 s
   // window's error; 1.069 → 0.990 × the best fixed window; the one-way
-  // kinds at 20 probes/s 0.005–0.011 × lower). At 0.5, 109's 5:1 kernel
-  // stamps missed once (1.027 × on seeds 0–9 at 0, 1.002 × its 300 s
-  // window), and the kinds at half the jitter one way moved both ways
-  // (`--kinds` 877 of 888 at 0.5, 880 at 1, 879 at 1.5).
+  // kinds at 20 probes/s 0.005–0.011 × lower). With no dead zone 109's
+  // 5:1 kernel stamps miss on seeds 0–9 (1.027 ×, 1.002 × its 300 s
+  // window); at e^0.5 and with none the 2:1 and 4:1 kinds at 5 probes/s
+  // move both ways (`--kinds` 877 and 874 of 888; 880 at e^1, 879 at
+  // e^1.5).
   static constexpr int kSpreadSamples = 63;
   static constexpr double kPriorDeadZone = 1.0;
 
