@@ -547,7 +547,12 @@ int AdaptiveWindowEstimator::HomeCandidate(int64_t x) {
   // The delay spread of the clean round trips (round_trips.h): a
   // congestion episode raises the median round trip for a while, not the
   // window the clean delays call for.
-  const double spread = round_trips_.SpreadFloor(x);
+  double spread = round_trips_.SpreadFloor(x);
+  // Heavy-tailed delays: the median lies far out; the directions' floors
+  // say how far (direction_spread.h). Never longer than the round trips'.
+  const double from_directions =
+      direction_spread_.SpreadFloor(round_trips_.CongestionHeld(x));
+  if (from_directions > 0) spread = std::min(spread, from_directions);
   // The allowance is an upper bound of the wander; the drifts may bound
   // it tighter.
   home_wander_ppb_ = config_.base.wander_ppb_per_sqrt_s;
@@ -677,6 +682,8 @@ AddResult AdaptiveWindowEstimator::Add(const ProbeSample& s) {
                       static_cast<int64_t>(response_offset - anchor_y_));
   }
   const int64_t x = s.t4_ns;
+  direction_spread_.Add(x, static_cast<double>(request_offset - anchor_y_),
+                        static_cast<double>(anchor_y_ - response_offset));
   std::array<TimeEstimate, kMaxLevels> now;
   std::array<double, kMaxLevels> allowance{};
   for (size_t k = 0; k < levels_.size(); ++k) {

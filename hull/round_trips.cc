@@ -41,9 +41,7 @@ int64_t RoundTrips::SpanNs() const {
 double RoundTrips::SpreadFloor(int64_t x) {
   double median, minimum;
   Median(&median, &minimum);
-  const bool congested_held =
-      have_last_congested_ && x - last_congested_x_ <= SpanNs();
-  if (spreads_count_ == 0 || !congested_held) {
+  if (spreads_count_ == 0 || !CongestionHeld(x)) {
     spreads_[spreads_next_] = median - minimum;
     spreads_next_ = (spreads_next_ + 1) % kSpreadFloorCheckpoints;
     spreads_count_ = std::min(spreads_count_ + 1, kSpreadFloorCheckpoints);

@@ -61,6 +61,11 @@ class RoundTrips {
   // 1 ns. Needs count() > 0.
   double SpreadFloor(int64_t x);
 
+  // Whether the round trips held at x include a congested run.
+  bool CongestionHeld(int64_t x) const {
+    return have_last_congested_ && x - last_congested_x_ <= SpanNs();
+  }
+
   // How long [from, to] lies in congested intervals, ns.
   double CongestedNs(int64_t from, int64_t to) const;
   // Intervals held (within the longest window), and whether the newest
