@@ -46,13 +46,13 @@ class DirectionSpread {
   // RoundTrips::kSpreadFloorCheckpoints).
   static constexpr int kFloorRecords = 4;
   // The first quartile of the heights above the lower hull of kSize
-  // points of exponential delays is 0.87 times the quartile's excess over
-  // the floor itself (the hull hugs the points; measured on 102's delays
-  // and 101's). The scale divides by 0.80 instead: for exponential delays
-  // the directions then read 7–9 % above the round trips' spread and the
-  // home keeps that, so their own noise does not shorten W* by chance
-  // (at 0.87 the lesser of the two was below the round trips' half the
-  // time: linear random clocks 1–8 % worse).
+  // points of exponential delays is about 0.85 times the quartile's
+  // excess over the floor itself (the hull hugs the points; 0.83–0.87 on
+  // 102's delays, 0.86 in this file's test). The scale divides by 0.80
+  // instead: for exponential delays the directions then read about 7 %
+  // above the round trips' spread and the home keeps that, so their own
+  // noise does not shorten W* by chance (at 0.87 the lesser of the two
+  // was often below the round trips': linear random clocks 1–8 % worse).
   static constexpr double kHullHugging = 0.80;
 
   // A sample at local time x (ns): its request offset and its negated
