@@ -159,8 +159,9 @@
 //    home), or, where less, what the two directions' floors give in the
 //    same unit (DirectionSpread, direction_spread.h: for heavy-tailed
 //    delays the median lies far out, and W* came out too long; Pareto
-//    delays with α 1.1–2 at 10 probes/s 2–7 % lower, the one kind of
-//    `--kinds` that missed on seeds 100–109, 1.118 → 1.040 ×). W* counts clean time: the home window is the one that holds
+//    delays with α 1.1–2 at 10 probes/s 4 % lower on average, the
+//    heavy-tailed kind that missed on seeds 100–109 1.118 → 1.046 ×).
+//    W* counts clean time: the home window is the one that holds
 //    W* seconds outside the congested intervals (during an episode, W*
 //    plus its age: the same clean samples as before it). The home is the
 //    candidate nearest that window in log2, and it

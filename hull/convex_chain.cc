@@ -28,4 +28,17 @@ double ConvexChain::Extreme(double slope) const {
   return best;
 }
 
+double ConvexChain::At(double t) const {
+  if (points_.empty()) return std::numeric_limits<double>::quiet_NaN();
+  // The first vertex right of t ends the edge beneath it.
+  const auto right = std::upper_bound(
+      points_.begin(), points_.end(), t,
+      [](double v, const std::pair<double, double>& p) { return v < p.first; });
+  if (right == points_.begin()) return points_.front().second;
+  if (right == points_.end()) return points_.back().second;
+  const auto& [t0, y0] = *(right - 1);
+  const auto& [t1, y1] = *right;
+  return y0 + (t - t0) / (t1 - t0) * (y1 - y0);
+}
+
 }  // namespace clocksync::hull

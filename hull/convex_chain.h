@@ -27,6 +27,9 @@ class ConvexChain {
   // The minimum (lower chain) or maximum (upper) of y − slope t over every
   // point added; ±infinity when empty.
   double Extreme(double slope) const;
+  // The chain's y at t (linear between its vertices; the nearest end's
+  // outside them); NaN when empty.
+  double At(double t) const;
   bool empty() const { return points_.empty(); }
   // Drops the points and their memory.
   void Clear() { points_ = {}; }

@@ -1,5 +1,6 @@
 // ConvexChain: its extreme of y − slope t equals the brute-force one over
-// every point added, for any slope, while it keeps only the hull.
+// every point added, for any slope, while it keeps only the hull; its
+// value at t lies on the hull's edges.
 
 #include "hull/convex_chain.h"
 
@@ -42,6 +43,22 @@ TEST(ConvexChainTest, ExtremeMatchesBruteForce) {
           << (lower ? "lower" : "upper") << " slope " << slope;
     }
   }
+}
+
+TEST(ConvexChainTest, AtInterpolatesBetweenVertices) {
+  ConvexChain chain(true);
+  EXPECT_TRUE(std::isnan(chain.At(0)));
+  for (const auto& [t, y] : std::vector<std::pair<double, double>>{
+           {0, 4}, {1, 1}, {2, 3}, {3, 0}, {4, 6}}) {
+    chain.Add(t, y);
+  }
+  // Lower hull: (0, 4), (1, 1), (3, 0), (4, 6); (2, 3) lies above it.
+  EXPECT_DOUBLE_EQ(chain.At(0), 4);
+  EXPECT_DOUBLE_EQ(chain.At(1), 1);
+  EXPECT_DOUBLE_EQ(chain.At(2), 0.5);
+  EXPECT_DOUBLE_EQ(chain.At(3.5), 3);
+  EXPECT_DOUBLE_EQ(chain.At(-1), 4);
+  EXPECT_DOUBLE_EQ(chain.At(9), 6);
 }
 
 TEST(ConvexChainTest, ClearForgets) {

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "hull/convex_chain.h"
+
 namespace clocksync::hull {
 namespace {
 
@@ -27,42 +29,19 @@ void DirectionSpread::Add(int64_t x, double request_offset,
   count_ = std::min(count_ + 1, kSize);
 }
 
-double DirectionSpread::QuartileHeight(const std::array<double, kSize>& y) const {
+double DirectionSpread::QuartileHeight(
+    const std::array<double, kSize>& y) const {
   const int n = count_;
   const int oldest = n < kSize ? 0 : next_;
-  std::array<double, kSize> xs;
-  std::array<double, kSize> ys;
+  ConvexChain lower(/*lower=*/true);
   for (int i = 0; i < n; ++i) {
     const int at = (oldest + i) % kSize;
-    xs[i] = static_cast<double>(x_[at] - x_[oldest]);
-    ys[i] = y[at];
+    lower.Add(static_cast<double>(x_[at] - x_[oldest]), y[at]);
   }
-  // The lower hull (Andrew's monotone chain; x never decreases).
-  std::array<int, kSize> hull;
-  int h = 0;
-  for (int i = 0; i < n; ++i) {
-    while (h >= 2) {
-      const int a = hull[h - 2];
-      const int b = hull[h - 1];
-      // b on or above the chord from a to i: not on the lower hull.
-      if ((xs[b] - xs[a]) * (ys[i] - ys[a]) -
-              (ys[b] - ys[a]) * (xs[i] - xs[a]) >
-          0) {
-        break;
-      }
-      --h;
-    }
-    hull[h++] = i;
-  }
-  // Each point's height above the hull's edge beneath it.
   std::array<double, kSize> heights;
-  int edge = 0;
   for (int i = 0; i < n; ++i) {
-    while (edge + 2 < h && xs[hull[edge + 1]] <= xs[i]) ++edge;
-    const int a = hull[edge];
-    const int b = hull[std::min(edge + 1, h - 1)];
-    const double t = xs[b] > xs[a] ? (xs[i] - xs[a]) / (xs[b] - xs[a]) : 0;
-    heights[i] = ys[i] - (ys[a] + t * (ys[b] - ys[a]));
+    const int at = (oldest + i) % kSize;
+    heights[i] = y[at] - lower.At(static_cast<double>(x_[at] - x_[oldest]));
   }
   const int k = static_cast<int>(kQuartile * n);
   std::nth_element(heights.begin(), heights.begin() + k, heights.begin() + n);

@@ -14,17 +14,18 @@
 //
 // Each direction's points, the request offsets (θ + forward delay) and
 // the negated response offsets (−θ + backward delay) of the last kSize
-// samples, are read as heights above their own lower convex hull: θ's
-// line, and its bends where they are convex, cancel. The first quartile
-// of the heights gives the direction's scale (exponential delays of mean
-// μ: −ln(0.75) μ, less by about kHullHugging because the hull passes
-// through the lowest points and hugs the rest), and the two directions' scales
-// give the median round trip's excess that exponential delays of those
-// scales would have both ways (0.839 × their sum), the unit the round
-// trips' spread is in. A bend that is concave in a direction lifts the
-// hull's chords off that direction's floor (a steep swing on quiet
-// delays: several times the round trips' spread): the home uses the
-// lesser of the two measures, so the directions only ever shorten W*.
+// samples, are read as heights above their own lower convex hull
+// (ConvexChain, convex_chain.h): θ's line, and its bends where they are
+// convex, cancel. The first quartile of the heights gives the
+// direction's scale (exponential delays of mean μ: −ln(0.75) μ, less by
+// about kHullHugging because the hull passes through the lowest points
+// and hugs the rest), and the two directions' scales give the median
+// round trip's excess that exponential delays of those scales would have
+// both ways (0.839 × their sum), the unit the round trips' spread is in.
+// A bend that is concave in a direction lifts the hull's chords off that
+// direction's floor (a steep swing on quiet delays: several times the
+// round trips' spread): the home uses the lesser of the two measures, so
+// the directions only ever shorten W*.
 //
 // Thread safety: none; one owner.
 
@@ -64,8 +65,6 @@ class DirectionSpread {
   // are held) and returns the smallest of the last kFloorRecords
   // recorded, 0 before any.
   double SpreadFloor(bool skip);
-
-  int count() const { return count_; }
 
  private:
   // The first quartile of one direction's heights above its lower hull,

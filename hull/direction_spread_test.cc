@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <random>
 #include <vector>
@@ -70,7 +71,8 @@ TEST(DirectionSpreadTest, ExponentialBothWaysIsJustAboveTheRoundTrips) {
 }
 
 TEST(DirectionSpreadTest, TheClocksRateCancels) {
-  const double still = MeanRatio(Exponential(20'000), Exponential(20'000), 0, 0);
+  const double still =
+      MeanRatio(Exponential(20'000), Exponential(20'000), 0, 0);
   const double fast =
       MeanRatio(Exponential(20'000), Exponential(20'000), -500, 0);
   EXPECT_NEAR(fast, still, 0.01 * still);
@@ -79,7 +81,8 @@ TEST(DirectionSpreadTest, TheClocksRateCancels) {
 TEST(DirectionSpreadTest, HeavyTailsAreFarBelowTheMedian) {
   // Pareto α 1.1 each way: the median round trip lies 1.75 times as far
   // out (relative to the density at the floor) as for exponential delays.
-  const double ratio = MeanRatio(Pareto(1.1, 50'000), Pareto(1.1, 50'000), 25, 0);
+  const double ratio =
+      MeanRatio(Pareto(1.1, 50'000), Pareto(1.1, 50'000), 25, 0);
   std::printf("Pareto 1.1 both ways: %.3f\n", ratio);
   EXPECT_LT(ratio, 0.75);
   EXPECT_GT(ratio, 0.5);
