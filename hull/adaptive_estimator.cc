@@ -112,7 +112,8 @@ constexpr int kCleanWindowSteps = 8;
 
 AdaptiveWindowEstimator::AdaptiveWindowEstimator(const AdaptiveConfig& config)
     : config_(config),
-      round_trips_(config.base.window_ns),
+      round_trips_(config.base.window_ns,
+                   (config.base.window_ns >> (config.levels - 1)) / 2),
       reference_wander_(2 * config.base.window_ns,
                         config.base.wander_ppb_per_sqrt_s),
       reference_asymmetry_(config.score_time_constant_ns),
@@ -385,6 +386,7 @@ void AdaptiveWindowEstimator::Select(
     break;
   }
   bool uncongested = true;  // No longer level is congested.
+  const RoundTrips::Intervals barring = BarringIntervals();
   for (size_t k = 0; k < levels_.size(); ++k) {
     if (k > 0 && !young[k]) {
       const bool clean =
@@ -402,11 +404,11 @@ void AdaptiveWindowEstimator::Select(
     }
     // Mostly congested in the round trips (as far as it has filled).
     bool mostly_congested = false;
-    if (k > 0 && round_trips_.congested_intervals() > 0) {
+    if (k > 0 && round_trips_.congested_intervals(barring) > 0) {
       const int64_t filled =
           std::min(levels_[k]->config().window_ns, x - start_x_);
       mostly_congested =
-          filled > 0 && round_trips_.CongestedNs(x - filled, x) >
+          filled > 0 && round_trips_.CongestedNs(x - filled, x, barring) >
                             kCongestedFraction * static_cast<double>(filled);
     }
     eligible[k] = uncongested && !mostly_congested && !young[k];
@@ -597,12 +599,13 @@ int AdaptiveWindowEstimator::HomeCandidate(int64_t x) {
                kHomeExponent);
   // The window that holds clean_home_s outside the congested intervals.
   double home_s = clean_home_s;
+  const RoundTrips::Intervals barring = BarringIntervals();
   for (int step = 0;
-       step < kCleanWindowSteps && round_trips_.congested_intervals() > 0;
+       step < kCleanWindowSteps && round_trips_.congested_intervals(barring) > 0;
        ++step) {
     const int64_t from_x = x - static_cast<int64_t>(home_s * 1e9);
     const double longer_s =
-        clean_home_s + round_trips_.CongestedNs(from_x, x) * 1e-9;
+        clean_home_s + round_trips_.CongestedNs(from_x, x, barring) * 1e-9;
     if (longer_s <= home_s + 1e-3) break;
     home_s = longer_s;
   }

@@ -458,6 +458,13 @@ class AdaptiveWindowEstimator final : public Estimator {
   // The home candidate: the window the delay spread and the configured
   // wander allowance call for (see the header). Records the spread.
   int HomeCandidate(int64_t x);
+  // The congested intervals that bar a level and lengthen W*: floor rises
+  // too, except while the home's wander exceeds the allowance (step 4).
+  RoundTrips::Intervals BarringIntervals() const {
+    return home_wander_ppb_ > config_.base.wander_ppb_per_sqrt_s
+               ? RoundTrips::Intervals::kRunsOnly
+               : RoundTrips::Intervals::kAll;
+  }
   // The answer from the answering level's estimate and the next longer
   // level's (used when the candidate is their mean), both at local_ns;
   // allowance_ns is the answering level's wander allowance there, which

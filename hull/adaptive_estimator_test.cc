@@ -509,6 +509,74 @@ TEST(AdaptiveEstimatorTest, CongestionIsSeenInTheRoundTrips) {
   }
 }
 
+// A standing queue too small for the round trips' congestion limit: a
+// linear clock at 1.3 probes/s on a path of 160 us at the minimum with 21 us
+// of exponential jitter forward and 6 back, and three 80 s episodes adding
+// 22 us + exp(25 us) forward. Most of the episodes' round trips lie below
+// the limit (the minimum + 2 spreads, about 200 us), so no run of 8 opens
+// an interval; their floor rises by 22 us, which moves the short windows'
+// hulls by half of it.
+SimulationParams StandingQueue(uint64_t seed) {
+  SimulationParams p;
+  p.clock.frequency_ppm = 20;
+  p.clock.wander_ppb_per_sqrt_s = 0;
+  p.forward.min_ns = p.backward.min_ns = 80'000;
+  p.forward.exp_mean_ns = 21'000;
+  p.backward.exp_mean_ns = 6'000;
+  p.interval_ns = 770'000'000;
+  p.duration_ns = 1200 * kS;
+  p.seed = 38 + 1'000'003 * seed;
+  for (const int64_t begin_s : {300, 600, 900}) {
+    CongestionEpisode e;
+    e.begin_ns = begin_s * kS;
+    e.end_ns = (begin_s + 80) * kS;
+    e.forward_extra.min_ns = 22'000;
+    e.forward_extra.exp_mean_ns = 25'000;
+    p.congestion.push_back(e);
+  }
+  return p;
+}
+
+TEST(AdaptiveEstimatorTest, StandingQueueRaisesTheFloor) {
+  double log_ratio_sum = 0;
+  for (uint64_t seed = 0; seed < 3; ++seed) {
+    SCOPED_TRACE(seed);
+    const SimulationParams p = StandingQueue(seed);
+    AdaptiveWindowEstimator est{AdaptiveConfig()};
+    ProbeSimulator sim(p);
+    SimulatedSample s;
+    int before = 0, inside = 0, inside_congested = 0;
+    while (sim.Next(&s)) {
+      est.Add(s.sample);
+      if (s.true_ns < 300 * kS) {
+        before += est.round_trips().congested();
+      } else if (s.true_ns % (300 * kS) >= 20 * kS &&
+                 s.true_ns % (300 * kS) < 80 * kS && s.true_ns < 1000 * kS) {
+        // An episode, once the floor window holds only its round trips.
+        ++inside;
+        inside_congested += est.round_trips().congested();
+      }
+    }
+    std::printf("seed %d: congested at %d of %d samples inside the episodes, "
+                "%d before them\n",
+                static_cast<int>(seed), inside_congested, inside, before);
+    EXPECT_EQ(before, 0);
+    EXPECT_GT(inside_congested, inside * 3 / 4);
+    // From the first minute on, the adaptive estimator stays near the
+    // 600 s window, the best for a linear clock.
+    AdaptiveWindowEstimator adaptive{AdaptiveConfig()};
+    TwoHullEstimator longest(AdaptiveConfig().base);
+    const double rms_adaptive = RmsBetween(p, adaptive, 60 * kS, 1200 * kS);
+    const double rms_longest = RmsBetween(p, longest, 60 * kS, 1200 * kS);
+    std::printf("seed %d: RMS adaptive %.0f ns, 600 s window %.0f ns\n",
+                static_cast<int>(seed), rms_adaptive, rms_longest);
+    log_ratio_sum += std::log(rms_adaptive / rms_longest);
+  }
+  // 1.1, 3.3 and 2.0 times the 600 s window; with the run detector alone
+  // (which sees about a quarter of the episodes' samples) 4.2, 7.0 and 3.4.
+  EXPECT_LT(std::exp(log_ratio_sum / 3), 3.0);
+}
+
 // 200 us more each way for good from 900 s on (a longer route): the
 // estimator takes it as the new normal after half its longest window, not
 // as an episode that never ends, and answers from short levels again.
@@ -575,6 +643,34 @@ TEST(AdaptiveEstimatorTest, HeavyTailsAreNotCongestion) {
   }
   std::printf("congested: %d of %d samples\n", congested, samples);
   EXPECT_LT(congested, samples / 1000);
+}
+
+// Exponential delays each way at 1 probe/s for three hours, without
+// congestion: the smallest of the 19 round trips of a floor window lies
+// 0.75 spreads above the clean floor by chance only rarely.
+TEST(AdaptiveEstimatorTest, ExponentialDelaysAreNotCongestion) {
+  for (uint64_t seed = 0; seed < 3; ++seed) {
+    SimulationParams p;
+    p.clock.frequency_ppm = 7;
+    p.clock.wander_ppb_per_sqrt_s = 1;
+    p.forward.min_ns = p.backward.min_ns = 100'000;
+    p.forward.exp_mean_ns = p.backward.exp_mean_ns = 50'000;
+    p.interval_ns = kS;
+    p.duration_ns = 3 * 3600 * kS;
+    p.seed = 5 + 1'000'003 * seed;
+    AdaptiveWindowEstimator est{AdaptiveConfig()};
+    ProbeSimulator sim(p);
+    SimulatedSample s;
+    int samples = 0, congested = 0;
+    while (sim.Next(&s)) {
+      est.Add(s.sample);
+      ++samples;
+      congested += est.round_trips().congested();
+    }
+    std::printf("seed %d: congested: %d of %d samples\n",
+                static_cast<int>(seed), congested, samples);
+    EXPECT_LT(congested, samples / 1000);
+  }
 }
 
 TEST(AdaptiveEstimatorTest, ValidationNamesTheKey) {

@@ -20,15 +20,20 @@ constexpr double kCleanLimitSpreads = 2.0;
 
 }  // namespace
 
-RoundTrips::RoundTrips(int64_t longest_window_ns)
-    : longest_window_ns_(longest_window_ns) {}
+static_assert(RoundTrips::kSize <= 256, "queue_ holds ring positions");
+
+RoundTrips::RoundTrips(int64_t longest_window_ns, int64_t floor_window_ns)
+    : longest_window_ns_(longest_window_ns),
+      floor_window_ns_(floor_window_ns) {}
 
 void RoundTrips::Add(double round_trip_ns, int64_t x) {
+  const int newest = next_;
   values_[next_] = round_trip_ns;
   x_[next_] = x;
   next_ = (next_ + 1) % kSize;
   count_ = std::min(count_ + 1, kSize);
   TrackCongestion(round_trip_ns, x);
+  TrackFloor(newest, x);
 }
 
 int64_t RoundTrips::SpanNs() const {
@@ -52,12 +57,24 @@ double RoundTrips::SpreadFloor(int64_t x) {
       1.0);
 }
 
-double RoundTrips::CongestedNs(int64_t from, int64_t to) const {
+double RoundTrips::CongestedNs(int64_t from, int64_t to,
+                               Intervals which) const {
+  // The union of the two kinds' intervals within [from, to]: each list is
+  // in time order and its intervals do not overlap; merged by their
+  // beginnings, every interval adds what lies beyond the reach of those
+  // before it.
+  const size_t risen = which == Intervals::kAll ? risen_.size() : 0;
   double total = 0;
-  for (const auto& [begin, end] : congested_) {
-    const int64_t low = std::max(begin, from);
+  int64_t reach = from;
+  size_t i = 0, j = 0;
+  while (i < congested_.size() || j < risen) {
+    const bool run = j >= risen || (i < congested_.size() &&
+                                     congested_[i].first <= risen_[j].first);
+    const auto& [begin, end] = run ? congested_[i++] : risen_[j++];
+    const int64_t low = std::max(begin, reach);
     const int64_t high = std::min(end, to);
     if (high > low) total += static_cast<double>(high - low);
+    reach = std::max(reach, high);
   }
   return total;
 }
@@ -86,13 +103,7 @@ void RoundTrips::TrackCongestion(double round_trip_ns, int64_t x) {
                        static_cast<double>(longest_window_ns_)) {
     // Congested for so long: the delays have changed for good (a longer
     // route). Forget the episode and learn the limit afresh.
-    congested_.clear();
-    open_ = false;
-    run_ = 0;
-    have_last_congested_ = false;
-    have_limit_ = false;
-    clean_spreads_count_ = 0;
-    clean_spreads_next_ = 0;
+    StartAfresh();
   }
   const auto expired = std::find_if(
       congested_.begin(), congested_.end(),
@@ -100,15 +111,92 @@ void RoundTrips::TrackCongestion(double round_trip_ns, int64_t x) {
   congested_.erase(congested_.begin(), expired);
 }
 
+void RoundTrips::TrackFloor(int newest, int64_t x) {
+  const int64_t seq = added_++;
+  // The window: the round trips of the last floor_window_ns_, at least
+  // kFloorMinRoundTrips of them, at most the ring's.
+  while (window_begin_ < added_ - kSize ||
+         (window_begin_ < added_ - kFloorMinRoundTrips &&
+          x_[window_begin_ % kSize] < x - floor_window_ns_)) {
+    ++window_begin_;
+  }
+  // Ring position → sequence number, for the positions the ring holds
+  // (the newest round trip's position held the one kSize before it: an
+  // entry there left the window).
+  auto seq_at = [&](int position) {
+    return position == newest ? seq - kSize
+                              : seq - (newest - position + kSize) % kSize;
+  };
+  while (queue_size_ > 0 && seq_at(queue_[queue_head_]) < window_begin_) {
+    queue_head_ = (queue_head_ + 1) % kSize;
+    --queue_size_;
+  }
+  const double round_trip_ns = values_[newest];
+  while (queue_size_ > 0 &&
+         values_[queue_[(queue_head_ + queue_size_ - 1) % kSize]] >=
+             round_trip_ns) {
+    --queue_size_;
+  }
+  queue_[(queue_head_ + queue_size_) % kSize] = static_cast<uint8_t>(newest);
+  ++queue_size_;
+
+  if (!have_limit_ || round_trip_ns <= floor_limit_) last_low_x_ = x;
+  const bool risen = have_limit_ &&
+                     added_ - window_begin_ >=
+                         std::min(kFloorMinRoundTrips, count_) &&
+                     values_[queue_[queue_head_]] > floor_limit_;
+  if (risen) {
+    last_risen_x_ = x;
+    have_last_risen_ = true;
+    if (risen_open_) {
+      risen_.back().second = x;
+    } else {
+      // From the last round trip at or below the floor limit: the queue
+      // stood in every one after it.
+      risen_.emplace_back(last_low_x_, x);
+      risen_open_ = true;
+    }
+    if (static_cast<double>(x - risen_.back().first) >
+        kNewNormalFraction * static_cast<double>(longest_window_ns_)) {
+      StartAfresh();  // A longer route, as in TrackCongestion.
+    }
+  } else {
+    risen_open_ = false;
+  }
+  const auto expired = std::find_if(
+      risen_.begin(), risen_.end(),
+      [&](const auto& i) { return i.second >= x - longest_window_ns_; });
+  risen_.erase(risen_.begin(), expired);
+}
+
+void RoundTrips::StartAfresh() {
+  congested_.clear();
+  open_ = false;
+  run_ = 0;
+  have_last_congested_ = false;
+  risen_.clear();
+  risen_open_ = false;
+  have_last_risen_ = false;
+  have_limit_ = false;
+  clean_spreads_count_ = 0;
+  clean_spreads_next_ = 0;
+}
+
 void RoundTrips::RecordCleanSpread(double spread_ns, double minimum_ns) {
   clean_spreads_[clean_spreads_next_] = spread_ns;
+  clean_minima_[clean_spreads_next_] = minimum_ns;
   clean_spreads_next_ = (clean_spreads_next_ + 1) % kCleanSpreads;
   clean_spreads_count_ = std::min(clean_spreads_count_ + 1, kCleanSpreads);
   std::array<double, kCleanSpreads> sorted = clean_spreads_;
   const int middle = clean_spreads_count_ / 2;
   std::nth_element(sorted.begin(), sorted.begin() + middle,
                    sorted.begin() + clean_spreads_count_);
-  limit_ = minimum_ns + kCleanLimitSpreads * std::max(sorted[middle], 1.0);
+  const double clean_spread = std::max(sorted[middle], 1.0);
+  limit_ = minimum_ns + kCleanLimitSpreads * clean_spread;
+  floor_limit_ = *std::min_element(
+                     clean_minima_.begin(),
+                     clean_minima_.begin() + clean_spreads_count_) +
+                 kFloorRiseSpreads * clean_spread;
   have_limit_ = true;
 }
 

@@ -12,9 +12,21 @@
 //   clean spread, the median of the last kCleanSpreads spreads recorded)
 //   is congested; a run of kCongestedRun of them opens a congested
 //   interval, from the last clean round trip to the first one at or below
-//   the limit again. Intervals older than the longest window are dropped;
-//   one open for half of it is a longer route, the new normal: the
-//   intervals are dropped and the limit is learnt afresh.
+//   the limit again.
+// - Floor rises: a standing queue smaller than the limit's margin (on a
+//   path whose minimum round trip is many times its jitter, a queue of a
+//   few jitter scales) leaves most round trips below the limit, yet moves
+//   a short window's hulls by half the queue. It raises the floor
+//   instead: the smallest of the last round trips (those of the floor
+//   window, at least kFloorMinRoundTrips) more than kFloorRiseSpreads
+//   clean spreads above the clean floor (the smallest minimum of the
+//   checkpoints whose spreads were recorded clean) opens a floor-rise
+//   interval, from the last round trip at or below that level to the
+//   first floor below it again. Round trips are independent of the
+//   clock: neither a wander nor a bend moves them.
+// Intervals of either kind older than the longest window are dropped; one
+// open for half of it is a longer route, the new normal: the intervals are
+// dropped and the limit and the floor are learnt afresh.
 //
 // Thread safety: none; one owner.
 
@@ -43,10 +55,25 @@ class RoundTrips {
   // route, not an episode (the adaptive estimator judges its levels'
   // ranges afresh after a blow-up as long).
   static constexpr double kNewNormalFraction = 0.5;
+  // The floor is the smallest of the round trips of the floor window, and
+  // of at least this many (fewer where the ring holds fewer).
+  static constexpr int kFloorMinRoundTrips = 16;
+  // The floor has risen when it lies this many clean spreads above the
+  // clean floor. For exponential delays each way the smallest of 16 round
+  // trips lies that far above by chance with probability 0.64^16, about
+  // 10⁻³ (less over the 19 of a 18.75 s floor window at 1 probe/s, 10⁻⁴);
+  // 0.5 to 1 moved no scenario's count by more than one
+  // (docs/ACCURACY.md).
+  static constexpr double kFloorRiseSpreads = 0.75;
+
+  // Which intervals a query counts.
+  enum class Intervals { kAll, kRunsOnly };
 
   // `longest_window_ns`: how long intervals are kept; half of it makes a
-  // longer route the new normal.
-  explicit RoundTrips(int64_t longest_window_ns);
+  // longer route the new normal. `floor_window_ns`: the stretch whose
+  // smallest round trip is the floor (the adaptive estimator's D, half its
+  // shortest window).
+  RoundTrips(int64_t longest_window_ns, int64_t floor_window_ns);
 
   // The round trip (ns) of the sample whose t4 is x (non-decreasing).
   void Add(double round_trip_ns, int64_t x);
@@ -61,21 +88,28 @@ class RoundTrips {
   // 1 ns. Needs count() > 0.
   double SpreadFloor(int64_t x);
 
-  // Whether the round trips held at x include a congested run.
+  // Whether the round trips held at x include a congested run or a risen
+  // floor.
   bool CongestionHeld(int64_t x) const {
-    return have_last_congested_ && x - last_congested_x_ <= SpanNs();
+    return (have_last_congested_ && x - last_congested_x_ <= SpanNs()) ||
+           (have_last_risen_ && x - last_risen_x_ <= SpanNs());
   }
 
-  // How long [from, to] lies in congested intervals, ns.
-  double CongestedNs(int64_t from, int64_t to) const;
-  // Intervals held (within the longest window), and whether the newest
-  // round trip is in one.
-  int congested_intervals() const {
-    return static_cast<int>(congested_.size());
+  // How long [from, to] lies in congested intervals (of either kind, or
+  // runs only), ns.
+  double CongestedNs(int64_t from, int64_t to,
+                     Intervals which = Intervals::kAll) const;
+  // Intervals held (within the longest window; of either kind, or runs
+  // only), and whether the newest round trip is in one (of either kind).
+  int congested_intervals(Intervals which = Intervals::kAll) const {
+    return static_cast<int>(congested_.size()) +
+           (which == Intervals::kAll ? static_cast<int>(risen_.size()) : 0);
   }
-  bool congested() const { return open_; }
+  bool congested() const { return open_ || risen_open_; }
   // A round trip above this (ns) counts as congested; 0 before it is known.
   double clean_limit_ns() const { return have_limit_ ? limit_ : 0; }
+  // A floor above this (ns) has risen; 0 before it is known.
+  double floor_limit_ns() const { return have_limit_ ? floor_limit_ : 0; }
 
  private:
   // The median (the n/2-th smallest of n) and the minimum of the round
@@ -83,8 +117,13 @@ class RoundTrips {
   void Median(double* median, double* minimum);
   // Classifies the newest round trip and updates the intervals.
   void TrackCongestion(double round_trip_ns, int64_t x);
-  // Records a spread measured outside congestion and sets the limit.
+  // Moves the floor window on to the newest round trip (at ring position
+  // `newest`) and updates the floor-rise intervals.
+  void TrackFloor(int newest, int64_t x);
+  // Records a spread measured outside congestion and sets the limits.
   void RecordCleanSpread(double spread_ns, double minimum_ns);
+  // Drops the intervals of both kinds; the limits are learnt afresh.
+  void StartAfresh();
 
   int64_t longest_window_ns_;
   // The last round trips (ring) and their t4.
@@ -119,6 +158,27 @@ class RoundTrips {
   // node).
   std::vector<std::pair<int64_t, int64_t>> congested_;
   bool open_ = false;
+  // The floor window: round trips added in all, the sequence number of the
+  // oldest in the window, and the ring positions of its ascending minima
+  // (a monotone queue, front = the floor; oldest first from `queue_head_`).
+  int64_t floor_window_ns_;
+  int64_t added_ = 0;
+  int64_t window_begin_ = 0;
+  std::array<uint8_t, kSize> queue_{};
+  int queue_head_ = 0;
+  int queue_size_ = 0;
+  // The minima of the checkpoints whose spreads were recorded clean (as
+  // clean_spreads_), and the floor limit: their smallest + kFloorRiseSpreads
+  // clean spreads.
+  std::array<double, kCleanSpreads> clean_minima_{};
+  double floor_limit_ = 0;
+  // The last round trip at or below the floor limit, the last round trip
+  // whose floor had risen, and the floor-rise intervals (as congested_).
+  int64_t last_low_x_ = 0;
+  int64_t last_risen_x_ = 0;
+  bool have_last_risen_ = false;
+  std::vector<std::pair<int64_t, int64_t>> risen_;
+  bool risen_open_ = false;
 };
 
 }  // namespace clocksync::hull

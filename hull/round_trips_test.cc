@@ -1,6 +1,7 @@
 // RoundTrips: span and spread of the round trips held, congested intervals
-// opened by runs above the clean limit (not by shorter ones), the spread
-// held while congested round trips are, and a longer route learnt afresh.
+// opened by runs above the clean limit (not by shorter ones) and by a
+// floor risen below it (not by a shorter rise), the spread held while
+// congested round trips are, and a longer route learnt afresh.
 
 #include "hull/round_trips.h"
 
@@ -13,9 +14,11 @@ namespace {
 
 constexpr int64_t kS = 1'000'000'000;
 constexpr int64_t kLongestNs = 600 * kS;
+constexpr int64_t kFloorWindowNs = 18'750'000'000;
 
 // Clean round trips: 100 us plus 0, 10 or 20 us in turn (median excess
-// 10 us over the minimum: the limit is 100 + 2 × 10 = 120 us).
+// 10 us over the minimum: the limit is 100 + 2 × 10 = 120 us, the floor
+// limit 100 + 0.75 × 10 = 107.5 us).
 double Clean(int i) { return 100'000 + 10'000 * (i % 3); }
 
 // Feeds `n` round trips one second apart from *x on, with a checkpoint
@@ -32,7 +35,7 @@ double Feed(RoundTrips* r, int64_t* x, int n, F round_trip) {
 }
 
 TEST(RoundTripsTest, SpanCountAndSpread) {
-  RoundTrips r(kLongestNs);
+  RoundTrips r(kLongestNs, kFloorWindowNs);
   int64_t x = 5 * kS;
   EXPECT_EQ(r.count(), 0);
   EXPECT_EQ(r.SpanNs(), 0);
@@ -44,7 +47,7 @@ TEST(RoundTripsTest, SpanCountAndSpread) {
 }
 
 TEST(RoundTripsTest, RunAboveTheLimitOpensAnInterval) {
-  RoundTrips r(kLongestNs);
+  RoundTrips r(kLongestNs, kFloorWindowNs);
   int64_t x = 0;
   Feed(&r, &x, 200, Clean);
   const int64_t last_clean = x - kS;
@@ -57,7 +60,9 @@ TEST(RoundTripsTest, RunAboveTheLimitOpensAnInterval) {
   const int64_t begin = x - kS;
   Feed(&r, &x, 30, [](int) { return 500'000.0; });
   EXPECT_TRUE(r.congested());
-  EXPECT_EQ(r.congested_intervals(), 1);
+  // The floor rose too, over the same stretch: counted once.
+  EXPECT_EQ(r.congested_intervals(RoundTrips::Intervals::kRunsOnly), 1);
+  EXPECT_EQ(r.congested_intervals(), 2);
   const int64_t end = x - kS;
   EXPECT_DOUBLE_EQ(r.CongestedNs(0, x), static_cast<double>(end - begin));
   EXPECT_DOUBLE_EQ(r.CongestedNs(begin + 10 * kS, begin + 15 * kS), 5e9);
@@ -65,14 +70,77 @@ TEST(RoundTripsTest, RunAboveTheLimitOpensAnInterval) {
   // The first clean round trip ends it.
   Feed(&r, &x, 1, Clean);
   EXPECT_FALSE(r.congested());
-  EXPECT_EQ(r.congested_intervals(), 1);
+  EXPECT_EQ(r.congested_intervals(), 2);
   // Kept as long as the longest window reaches back to it.
   Feed(&r, &x, 600, Clean);
   EXPECT_EQ(r.congested_intervals(), 0);
 }
 
+TEST(RoundTripsTest, FloorRiseBelowTheLimitOpensAnInterval) {
+  RoundTrips r(kLongestNs, kFloorWindowNs);
+  int64_t x = 0;
+  Feed(&r, &x, 199, Clean);  // The last one 100 us: at the clean floor.
+  EXPECT_DOUBLE_EQ(r.floor_limit_ns(), 107'500);
+  const int64_t last_low = x - kS;
+  // A standing queue of 10 us: every round trip below the 120 us limit,
+  // the floor above 107.5 us. Shorter than the floor window (19 round
+  // trips at 1 per second): not yet.
+  auto queued = [](int i) { return 110'000.0 + 5'000 * (i % 2); };
+  Feed(&r, &x, 18, queued);
+  EXPECT_FALSE(r.congested());
+  EXPECT_EQ(r.congested_intervals(), 0);
+  // Once the window holds only queued round trips: an interval from the
+  // last round trip at the floor on, and no run.
+  Feed(&r, &x, 42, queued);
+  EXPECT_TRUE(r.congested());
+  EXPECT_EQ(r.congested_intervals(), 1);
+  EXPECT_EQ(r.congested_intervals(RoundTrips::Intervals::kRunsOnly), 0);
+  const int64_t end = x - kS;
+  EXPECT_DOUBLE_EQ(r.CongestedNs(0, x), static_cast<double>(end - last_low));
+  EXPECT_DOUBLE_EQ(r.CongestedNs(0, x, RoundTrips::Intervals::kRunsOnly), 0);
+  EXPECT_TRUE(r.CongestionHeld(x));
+  // The first round trip at the floor again ends it.
+  Feed(&r, &x, 1, Clean);
+  EXPECT_FALSE(r.congested());
+  EXPECT_DOUBLE_EQ(r.CongestedNs(0, x), static_cast<double>(end - last_low));
+}
+
+// At 20 round trips per second the floor window (375 of them) is the
+// ring's 127: the floor follows the ring as it turns, also where its
+// smallest round trip leaves it, and a clean path's floor never rises; a
+// standing queue's does.
+TEST(RoundTripsTest, FloorFollowsTheRingAtHighRates) {
+  RoundTrips r(kLongestNs, kFloorWindowNs);
+  int64_t x = 0;
+  int congested = 0;
+  // 104, 112 or 120 us, and 100 us once every 200 (not in the ring at the
+  // checkpoints): the clean floor is 104 us, the spread 8, the floor limit
+  // 104 + 0.75 × 8 = 110 us, the limit 104 + 2 × 8 = 120 us; the ring's
+  // smallest is 100 us for 127 round trips after each 100, else 104.
+  auto rare_low = [](int i) {
+    return i % 200 == 0 ? 100'000.0 : 104'000.0 + 8'000 * (i % 3);
+  };
+  for (int i = 0; i < 4000; ++i) {
+    r.Add(rare_low(i), x);
+    if (i % 200 == 199) r.SpreadFloor(x);
+    congested += r.congested();
+    x += kS / 20;
+  }
+  EXPECT_EQ(congested, 0);
+  EXPECT_DOUBLE_EQ(r.floor_limit_ns(), 110'000);
+  EXPECT_DOUBLE_EQ(r.clean_limit_ns(), 120'000);
+  for (int i = 0; i < 400; ++i) {
+    r.Add(112'000.0 + 6'000 * (i % 2), x);
+    congested += r.congested();
+    x += kS / 20;
+  }
+  // Risen once the ring holds only queued round trips.
+  EXPECT_EQ(congested, 400 - RoundTrips::kSize + 1);
+  EXPECT_EQ(r.congested_intervals(RoundTrips::Intervals::kRunsOnly), 0);
+}
+
 TEST(RoundTripsTest, SpreadHeldWhileCongestedRoundTripsAreHeld) {
-  RoundTrips r(kLongestNs);
+  RoundTrips r(kLongestNs, kFloorWindowNs);
   int64_t x = 0;
   EXPECT_DOUBLE_EQ(Feed(&r, &x, 200, Clean), 10'000);
   // A 60 s episode with a wide spread of its own: the floor and the limit
@@ -86,7 +154,7 @@ TEST(RoundTripsTest, SpreadHeldWhileCongestedRoundTripsAreHeld) {
 }
 
 TEST(RoundTripsTest, LongerRouteIsLearntAfresh) {
-  RoundTrips r(kLongestNs);
+  RoundTrips r(kLongestNs, kFloorWindowNs);
   int64_t x = 0;
   Feed(&r, &x, 200, Clean);
   // 200 us more for good: congested until half the longest window has
