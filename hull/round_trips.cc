@@ -156,9 +156,10 @@ void RoundTrips::TrackFloor(int newest, int64_t x) {
       risen_.emplace_back(last_low_x_, x);
       risen_open_ = true;
     }
-    if (static_cast<double>(x - risen_.back().first) >
-        kNewNormalFraction * static_cast<double>(longest_window_ns_)) {
-      StartAfresh();  // A longer route, as in TrackCongestion.
+    if (x - risen_.back().first > longest_window_ns_) {
+      // No window holds a round trip at the clean floor any more: a
+      // longer route, as in TrackCongestion.
+      StartAfresh();
     }
   } else {
     risen_open_ = false;

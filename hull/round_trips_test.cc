@@ -139,6 +139,26 @@ TEST(RoundTripsTest, FloorFollowsTheRingAtHighRates) {
   EXPECT_EQ(r.congested_intervals(RoundTrips::Intervals::kRunsOnly), 0);
 }
 
+// A floor risen for good below the limit (10 us more): a floor-rise
+// interval for a whole longest window, then the new normal.
+TEST(RoundTripsTest, FloorRisenForAWholeWindowIsANewRoute) {
+  RoundTrips r(kLongestNs, kFloorWindowNs);
+  int64_t x = 0;
+  Feed(&r, &x, 199, Clean);
+  auto longer = [](int i) { return 110'000.0 + 5'000 * (i % 2); };
+  Feed(&r, &x, 590, longer);
+  EXPECT_TRUE(r.congested());
+  EXPECT_EQ(r.congested_intervals(RoundTrips::Intervals::kRunsOnly), 0);
+  Feed(&r, &x, 20, longer);
+  EXPECT_FALSE(r.congested());
+  EXPECT_EQ(r.congested_intervals(), 0);
+  // The next checkpoints learn the floor from the new round trips.
+  Feed(&r, &x, 200, longer);
+  EXPECT_GE(r.floor_limit_ns(), 110'000);
+  EXPECT_FALSE(r.congested());
+  EXPECT_EQ(r.congested_intervals(), 0);
+}
+
 TEST(RoundTripsTest, SpreadHeldWhileCongestedRoundTripsAreHeld) {
   RoundTrips r(kLongestNs, kFloorWindowNs);
   int64_t x = 0;
