@@ -102,15 +102,22 @@
 //    round_trips.h): a run of 8 round trips above the clean limit (the
 //    clean minimum + 2 × the clean spread, the median of the last spreads
 //    recorded outside congestion) opens a congested interval, from the
-//    last clean sample to the first one at or below the limit again. A
-//    level whose window (as far as it has filled) is more than 75 %
-//    congested may not answer: its hulls rest on delayed samples, whatever
-//    its range says (with minimum delays far above the jitter, a standing
-//    queue of several jitter scales does not make the range 4 times
-//    wider). An interval open for half the longest window is a new normal
-//    (a longer route), not an episode: the intervals are dropped and the
-//    limit is learnt afresh; so is a range blown up that long, which is
-//    judged afresh (blown ranges never enter the median it is judged by).
+//    last clean sample to the first one at or below the limit again; so
+//    does a floor risen below that limit (a standing queue smaller than
+//    2 spreads: the smallest round trip of the last D seconds more than
+//    0.75 clean spreads above the clean floor). A level whose window (as
+//    far as it has filled) is more than 75 % congested may not answer:
+//    its hulls rest on delayed samples, whatever its range says (with
+//    minimum delays far above the jitter, a standing queue of several
+//    jitter scales does not make the range 4 times wider). While the
+//    home's wander exceeds the allowance (a swing) only the runs bar a
+//    level or lengthen W* (step 5): a floor rise of a few jitter scales
+//    costs a short level less than a longer one's lag on the swing. A run
+//    open for half the longest window, or a floor risen for all of it, is
+//    a new normal (a longer route), not an episode: the intervals are
+//    dropped and the limits are learnt afresh; so is a range blown up for
+//    half of it, which is judged afresh (blown ranges never enter the
+//    median it is judged by).
 //    With no candidate eligible, the nearest to the home whose levels are
 //    not young answers (a congested level's bound still holds; a young
 //    one rests on a few samples, or was cut alone by a bend it cannot
