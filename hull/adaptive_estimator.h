@@ -198,9 +198,10 @@
 //    the short references (checkpoints whose span S is at least 0.75
 //    shortest windows) tell it instead: a line fitted over S to a clock
 //    wandering at σ misses by about 0.025 σ² S³ in mean square, and
-//    Σ e² below 0.025 (0.2 σ)² Σ S³ over 2 checkpoints (by 56 s) counts
+//    Σ e² below 0.025 (0.1 σ)² Σ S³ over 2 checkpoints (by 56 s) counts
 //    as linear (a kernel-stamped linear clock, 109, answers from the
-//    longest window 40–75 s earlier). So does the references' interval
+//    longest window 40–75 s earlier; at 0.2 σ it called a clock wandering
+//    at 0.3 σ linear on 7 of 10 seeds, at 0.1 σ on 3). So does the references' interval
 //    lying wholly below (0.1 σ)² once they count 4
 //    readings (often minutes before a level's drifts have 3
 //    differences: a linear clock at 1–2 probes/s with loss, 390
