@@ -63,14 +63,16 @@ double RoundTrips::CongestedNs(int64_t from, int64_t to,
   // in time order and its intervals do not overlap; merged by their
   // beginnings, every interval adds what lies beyond the reach of those
   // before it.
-  const size_t risen = which == Intervals::kAll ? risen_.size() : 0;
+  const auto& runs = runs_.intervals;
+  const auto& risen = risen_.intervals;
+  const size_t risen_count = which == Intervals::kAll ? risen.size() : 0;
   double total = 0;
   int64_t reach = from;
   size_t i = 0, j = 0;
-  while (i < congested_.size() || j < risen) {
-    const bool run = j >= risen || (i < congested_.size() &&
-                                     congested_[i].first <= risen_[j].first);
-    const auto& [begin, end] = run ? congested_[i++] : risen_[j++];
+  while (i < runs.size() || j < risen_count) {
+    const bool run = j >= risen_count ||
+                     (i < runs.size() && runs[i].first <= risen[j].first);
+    const auto& [begin, end] = run ? runs[i++] : risen[j++];
     const int64_t low = std::max(begin, reach);
     const int64_t high = std::min(end, to);
     if (high > low) total += static_cast<double>(high - low);
@@ -81,34 +83,21 @@ double RoundTrips::CongestedNs(int64_t from, int64_t to,
 
 void RoundTrips::TrackCongestion(double round_trip_ns, int64_t x) {
   if (have_limit_ && round_trip_ns > limit_) {
-    if (++run_ >= kCongestedRun) {
-      last_congested_x_ = x;
-      have_last_congested_ = true;
-      if (open_) {
-        congested_.back().second = x;
-      } else {
-        // From the last clean round trip: nothing after it reached the
-        // hulls' low-delay edge.
-        congested_.emplace_back(last_clean_x_, x);
-        open_ = true;
-      }
-    }
+    // From the last clean round trip: nothing after it reached the hulls'
+    // low-delay edge.
+    if (++run_ >= kCongestedRun) runs_.Mark(last_clean_x_, x);
   } else {
     run_ = 0;
-    open_ = false;
+    runs_.open = false;
     last_clean_x_ = x;
   }
-  if (open_ && static_cast<double>(x - congested_.back().first) >
-                   kNewNormalFraction *
-                       static_cast<double>(longest_window_ns_)) {
+  if (static_cast<double>(runs_.OpenFor(x)) >
+      kNewNormalFraction * static_cast<double>(longest_window_ns_)) {
     // Congested for so long: the delays have changed for good (a longer
     // route). Forget the episode and learn the limit afresh.
     StartAfresh();
   }
-  const auto expired = std::find_if(
-      congested_.begin(), congested_.end(),
-      [&](const auto& i) { return i.second >= x - longest_window_ns_; });
-  congested_.erase(congested_.begin(), expired);
+  runs_.Expire(x - longest_window_ns_);
 }
 
 void RoundTrips::TrackFloor(int newest, int64_t x) {
@@ -146,38 +135,24 @@ void RoundTrips::TrackFloor(int newest, int64_t x) {
                          std::min(kFloorMinRoundTrips, count_) &&
                      values_[queue_[queue_head_]] > floor_limit_;
   if (risen) {
-    last_risen_x_ = x;
-    have_last_risen_ = true;
-    if (risen_open_) {
-      risen_.back().second = x;
-    } else {
-      // From the last round trip at or below the floor limit: the queue
-      // stood in every one after it.
-      risen_.emplace_back(last_low_x_, x);
-      risen_open_ = true;
-    }
-    if (x - risen_.back().first > longest_window_ns_) {
-      // No window holds a round trip at the clean floor any more: a
-      // longer route, as in TrackCongestion.
-      StartAfresh();
-    }
+    // From the last round trip at or below the floor limit: the queue
+    // stood in every one after it.
+    risen_.Mark(last_low_x_, x);
   } else {
-    risen_open_ = false;
+    risen_.open = false;
   }
-  const auto expired = std::find_if(
-      risen_.begin(), risen_.end(),
-      [&](const auto& i) { return i.second >= x - longest_window_ns_; });
-  risen_.erase(risen_.begin(), expired);
+  if (risen_.OpenFor(x) > longest_window_ns_) {
+    // No window holds a round trip at the clean floor any more: a longer
+    // route, as in TrackCongestion.
+    StartAfresh();
+  }
+  risen_.Expire(x - longest_window_ns_);
 }
 
 void RoundTrips::StartAfresh() {
-  congested_.clear();
-  open_ = false;
+  runs_.Clear();
   run_ = 0;
-  have_last_congested_ = false;
-  risen_.clear();
-  risen_open_ = false;
-  have_last_risen_ = false;
+  risen_.Clear();
   have_limit_ = false;
   clean_spreads_count_ = 0;
   clean_spreads_next_ = 0;

@@ -38,6 +38,7 @@
 #ifndef CLOCKSYNC_HULL_ROUND_TRIPS_H_
 #define CLOCKSYNC_HULL_ROUND_TRIPS_H_
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <utility>
@@ -96,8 +97,7 @@ class RoundTrips {
   // Whether the round trips held at x include a congested run or a risen
   // floor.
   bool CongestionHeld(int64_t x) const {
-    return (have_last_congested_ && x - last_congested_x_ <= SpanNs()) ||
-           (have_last_risen_ && x - last_risen_x_ <= SpanNs());
+    return runs_.MarkedWithin(x, SpanNs()) || risen_.MarkedWithin(x, SpanNs());
   }
 
   // How long [from, to] lies in congested intervals (of either kind, or
@@ -107,16 +107,56 @@ class RoundTrips {
   // Intervals held (within the longest window; of either kind, or runs
   // only), and whether the newest round trip is in one (of either kind).
   int congested_intervals(Intervals which = Intervals::kAll) const {
-    return static_cast<int>(congested_.size()) +
-           (which == Intervals::kAll ? static_cast<int>(risen_.size()) : 0);
+    return static_cast<int>(runs_.intervals.size()) +
+           (which == Intervals::kAll ? static_cast<int>(risen_.intervals.size())
+                                     : 0);
   }
-  bool congested() const { return open_ || risen_open_; }
+  bool congested() const { return runs_.open || risen_.open; }
   // A round trip above this (ns) counts as congested; 0 before it is known.
   double clean_limit_ns() const { return have_limit_ ? limit_ : 0; }
   // A floor above this (ns) has risen; 0 before it is known.
   double floor_limit_ns() const { return have_limit_ ? floor_limit_ : 0; }
 
  private:
+  // Congested intervals [begin, end] of t4 of one kind, oldest first; the
+  // last one is open while `open`. A vector: empty (no allocation) on a
+  // clean network, and a few entries at most otherwise (a cluster
+  // simulator holds one per node).
+  struct IntervalList {
+    std::vector<std::pair<int64_t, int64_t>> intervals;
+    bool open = false;
+    // The last round trip marked, once one was.
+    int64_t last_marked_x = 0;
+    bool marked = false;
+
+    // Extends the open interval to x, or opens [begin, x].
+    void Mark(int64_t begin, int64_t x) {
+      last_marked_x = x;
+      marked = true;
+      if (open) {
+        intervals.back().second = x;
+      } else {
+        intervals.emplace_back(begin, x);
+        open = true;
+      }
+    }
+    // How long the open interval has lasted at x (0 when none is open).
+    int64_t OpenFor(int64_t x) const {
+      return open ? x - intervals.back().first : 0;
+    }
+    bool MarkedWithin(int64_t x, int64_t span_ns) const {
+      return marked && x - last_marked_x <= span_ns;
+    }
+    // Drops the intervals that ended before `oldest`.
+    void Expire(int64_t oldest) {
+      const auto expired =
+          std::find_if(intervals.begin(), intervals.end(),
+                       [&](const auto& i) { return i.second >= oldest; });
+      intervals.erase(intervals.begin(), expired);
+    }
+    void Clear() { *this = IntervalList(); }
+  };
+
   // The median (the n/2-th smallest of n) and the minimum of the round
   // trips held; records the median for the next call.
   void Median(double* median, double* minimum);
@@ -151,18 +191,11 @@ class RoundTrips {
   int clean_spreads_next_ = 0;
   double limit_ = 0;
   bool have_limit_ = false;
-  // Round trips above the limit in a row, and the last one's t4 once a
-  // run was long enough to count.
+  // Round trips above the limit in a row, the last one at or below it, and
+  // the intervals of runs long enough to count.
   int run_ = 0;
-  int64_t last_congested_x_ = 0;
-  bool have_last_congested_ = false;
-  int64_t last_clean_x_ = 0;  // The last round trip at or below the limit.
-  // Congested intervals [begin, end] of t4, oldest first; the last one is
-  // open while open_. A vector: empty (no allocation) on a clean network,
-  // and a few entries at most otherwise (a cluster simulator holds one per
-  // node).
-  std::vector<std::pair<int64_t, int64_t>> congested_;
-  bool open_ = false;
+  int64_t last_clean_x_ = 0;
+  IntervalList runs_;
   // The floor window: round trips added in all, the sequence number of the
   // oldest in the window, and the ring positions of its ascending minima
   // (a monotone queue, front = the floor; oldest first from `queue_head_`).
@@ -177,13 +210,10 @@ class RoundTrips {
   // clean spreads.
   std::array<double, kCleanSpreads> clean_minima_{};
   double floor_limit_ = 0;
-  // The last round trip at or below the floor limit, the last round trip
-  // whose floor had risen, and the floor-rise intervals (as congested_).
+  // The last round trip at or below the floor limit, and the floor-rise
+  // intervals.
   int64_t last_low_x_ = 0;
-  int64_t last_risen_x_ = 0;
-  bool have_last_risen_ = false;
-  std::vector<std::pair<int64_t, int64_t>> risen_;
-  bool risen_open_ = false;
+  IntervalList risen_;
 };
 
 }  // namespace clocksync::hull
