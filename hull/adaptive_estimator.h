@@ -320,6 +320,9 @@ class AdaptiveWindowEstimator final : public Estimator {
   // The wander the checkpoint references show (reference_wander.h).
   const ReferenceWander& reference_wander() const { return reference_wander_; }
   const LinearityCheck& linearity() const { return linearity_; }
+  // How far the home leans towards the longest level now (0–1: the
+  // samples' probability of a linear clock; step 5).
+  double linear_weight() const { return linear_weight_; }
 
  private:
   // The references' wander (reference_wander.h) moves the home once it has

@@ -7,7 +7,9 @@
 // table and the library's default adaptive estimator, and prints a row
 // per interval: each one's RMS error over the interval (ns), the candidate
 // answering and the home candidate at the interval's end, the wander W* was
-// computed for, and the references' and the samples' view of the wander.
+// computed for, and the references' and the samples' view of the wander
+// (the last column: "wander seen", or how far the home leans towards the
+// longest level by the samples' probability of a linear clock, "lean p").
 // The errors count as in the table (MeasureAccuracy): rows begin after the
 // first minute, and the seconds after a clock step are left out.
 // The accuracy table says how much a scenario loses; this says when, and
@@ -29,6 +31,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "hull/adaptive_estimator.h"
 #include "hull/estimator.h"
 #include "hull/sim/accuracy.h"
@@ -165,7 +168,13 @@ int main(int argc, char** argv) {
                     .c_str(),
                 adaptive.home_wander_ppb(), rw.wander2(), rw.wander2_error(),
                 rw.effective_count(),
-                adaptive.linearity().wander_seen() ? "wander seen" : "-");
+                adaptive.linearity().wander_seen()
+                    ? "wander seen"
+                    : adaptive.linear_weight() > 0
+                          ? absl::StrFormat("lean %.2f",
+                                            adaptive.linear_weight())
+                                .c_str()
+                          : "-");
     std::fill(sum_sq.begin(), sum_sq.end(), 0.0);
     std::fill(checks.begin(), checks.end(), 0);
   };
