@@ -167,7 +167,8 @@ done
 install -D -m 0644 deploy/clocksyncd.conf "$r/etc/clocksync/clocksyncd.conf"
 docs "$r" clocksyncd
 for doc in README.md docs/CONFIG.md docs/USAGE.md docs/CLOCKSYNCCTL.md \
-    docs/MEMBERSHIP.md docs/PROBE_PROTOCOL.md docs/SECURITY.md docs/ACCURACY.md; do
+    docs/MEMBERSHIP.md docs/PROBE_PROTOCOL.md docs/SECURITY.md docs/ACCURACY.md \
+    docs/ACCURACY_LOG.md; do
   install -m 0644 "$doc" "$r/usr/share/doc/clocksyncd/"
 done
 man_page "$r/usr/sbin/clocksyncd" 8 "cluster clock synchronization daemon" \
