@@ -2,7 +2,8 @@
 # tools/simulate/selection_timeline_test.sh: //tools/simulate:selection_timeline
 # on two scenarios whose choices are known: 102 (a linear clock) ends
 # answering from the longest window, 103 (loopback, wandering as the
-# allowance says) from the shortest; a row per interval, the whole run's
+# allowance says) from the shortest; a row per interval, 102's lean
+# towards the longest level before its verdict, the whole run's
 # line (the accuracy table's figures for that seed), a random scenario by
 # index, and bad flags exit 2 naming the value.
 set -euo pipefail
@@ -24,6 +25,12 @@ last=$(grep '^| 600 |' <<<"$out") || fail "102: no row until 600 s"
   fail "102: the linear clock should end on the 600 s window: $last"
 grep -q '^after the first minute: 37.5 s [0-9.]* 75 s .* adaptive [0-9.]* ns$' \
   <<<"$out" || fail "102: no whole-run line"
+# Before the verdict its short home leans towards the longest level (the
+# samples' probability of a linear clock, strictly between 0 and 1);
+# once the longest window is the home there is nothing to lean towards.
+grep -q '^| 120 |.*| lean 0\.[0-9][0-9] |$' <<<"$out" ||
+  fail "102: the home should lean towards the longest level at 120 s"
+[[ $last == *'| - |' ]] || fail "102: no lean once the home is the longest: $last"
 # The whole run's figures are the accuracy table's for that seed.
 read -r w600 adaptive < <(sed -n 's/^after the first minute:.* 600 s \([0-9.]*\) adaptive \([0-9.]*\) ns$/\1 \2/p' <<<"$out")
 # (The table exits 1: 102 misses its target.)
