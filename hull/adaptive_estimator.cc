@@ -97,10 +97,10 @@ constexpr double kEarlyMinSpanFraction = 0.75;
 // The home's wander is never below this (ppb/√s).
 constexpr double kMinHomeWander = 1e-6;
 // While the samples' check runs and sees no wander, a home at least this
-// many half-steps below the longest window (a quarter of it or less)
-// leans towards the longest level by the check's probability of a linear
+// many half-steps below the longest window (half of it or less) leans
+// towards the longest level by the check's probability of a linear
 // clock, at these prior odds of a wander against none (header, step 5).
-constexpr double kLeanMinHomePosition = 4;
+constexpr double kLeanMinHomePosition = 2;
 constexpr double kWanderPriorOdds = 3;
 
 // A level whose window is more than this fraction congested (as the round

@@ -215,8 +215,11 @@ TEST(AdaptiveEstimatorTest, HomeAnswersBetweenTheLevelsAroundIt) {
     est.Add(s.sample);
     for (auto& f : fixed) f->Add(s.sample);
     const int level = est.selected_level();
+    // (While the home leans towards the longest level, step 5, it
+    // answers beyond the two: HalfWindowHomeLeansTowardsTheLongestLevel.)
     if (s.true_ns < 120 * kS || level == 0 ||
-        est.selected_candidate() != est.home_candidate()) {
+        est.selected_candidate() != est.home_candidate() ||
+        est.linear_weight() > 0) {
       continue;
     }
     ++at_home;
@@ -758,6 +761,51 @@ TEST(AdaptiveEstimatorTest, HomeLeansTowardsTheLongestLevelOnALinearClock) {
   // Without the lean: 1.84 and 0.92.
   EXPECT_LT(linear, 1.6);
   EXPECT_LT(wandering, 1.05);
+}
+
+// Where the delays put the allowance's home at about a third of the
+// longest window (2 probes/s, 50 µs + exp(90 µs) each way: the 150|300 s
+// blend), the home leans towards the longest level too. Over 90-600 s,
+// 10 seeds: a linear clock against the 600 s window (1.36 ×), one
+// wandering at the allowance against the 300 s window (0.94 ×).
+TEST(AdaptiveEstimatorTest, HalfWindowHomeLeansTowardsTheLongestLevel) {
+  double sum[2][2] = {};  // [wander 0 / 1][adaptive / fixed]
+  int homes_below_half = 0, homes = 0;
+  for (uint64_t seed = 0; seed < 10; ++seed) {
+    for (const int wander : {0, 1}) {
+      SimulationParams p = NoisySlowPath(50'000, 90'000, 600);
+      p.interval_ns = 500'000'000;
+      p.clock.wander_ppb_per_sqrt_s = wander;
+      p.seed = 811 + 1'000'003 * seed;
+      p.clock.seed = 812 + 7'919 * seed;
+      AdaptiveWindowEstimator adaptive{AdaptiveConfig()};
+      AdaptiveConfig fixed_config;
+      fixed_config.levels = 1;
+      if (wander > 0) fixed_config.base.window_ns /= 2;
+      AdaptiveWindowEstimator fixed(fixed_config);
+      const RunErrors a = ErrorsAfter(p, adaptive, 90 * kS);
+      const RunErrors f = ErrorsAfter(p, fixed, 90 * kS);
+      EXPECT_EQ(a.misses, 0);
+      sum[wander][0] += a.rms_ns * a.rms_ns;
+      sum[wander][1] += f.rms_ns * f.rms_ns;
+      if (wander > 0) {
+        ++homes;
+        // The home these delays call for lies between a quarter and half
+        // of the longest window (candidates 2-4: 300, 150|300, 150).
+        const int home = adaptive.home_candidate();
+        homes_below_half += home >= 2 && home <= 4;
+      }
+    }
+  }
+  const double linear = std::sqrt(sum[0][0] / sum[0][1]);
+  const double wandering = std::sqrt(sum[1][0] / sum[1][1]);
+  std::printf("90-600 s: linear, adaptive / 600 s window %.3f; wandering, "
+              "adaptive / 300 s window %.3f; homes at 150-300 s: %d of %d\n",
+              linear, wandering, homes_below_half, homes);
+  EXPECT_GE(homes_below_half, 8);
+  // Leaning only from a quarter of the longest window: 1.62 and 1.001.
+  EXPECT_LT(linear, 1.5);
+  EXPECT_LT(wandering, 1.0);
 }
 
 // 200 µs + exp(2 ms) each way at 1 probe/s for an hour, wandering at the
