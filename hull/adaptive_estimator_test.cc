@@ -770,7 +770,7 @@ TEST(AdaptiveEstimatorTest, HomeLeansTowardsTheLongestLevelOnALinearClock) {
 // wandering at the allowance against the 300 s window (0.94 ×).
 TEST(AdaptiveEstimatorTest, HalfWindowHomeLeansTowardsTheLongestLevel) {
   double sum[2][2] = {};  // [wander 0 / 1][adaptive / fixed]
-  int homes_below_half = 0, homes = 0;
+  int homes_150_to_300 = 0, homes = 0;
   for (uint64_t seed = 0; seed < 10; ++seed) {
     for (const int wander : {0, 1}) {
       SimulationParams p = NoisySlowPath(50'000, 90'000, 600);
@@ -793,7 +793,7 @@ TEST(AdaptiveEstimatorTest, HalfWindowHomeLeansTowardsTheLongestLevel) {
         // The home these delays call for lies between a quarter and half
         // of the longest window (candidates 2-4: 300, 150|300, 150).
         const int home = adaptive.home_candidate();
-        homes_below_half += home >= 2 && home <= 4;
+        homes_150_to_300 += home >= 2 && home <= 4;
       }
     }
   }
@@ -801,8 +801,8 @@ TEST(AdaptiveEstimatorTest, HalfWindowHomeLeansTowardsTheLongestLevel) {
   const double wandering = std::sqrt(sum[1][0] / sum[1][1]);
   std::printf("90-600 s: linear, adaptive / 600 s window %.3f; wandering, "
               "adaptive / 300 s window %.3f; homes at 150-300 s: %d of %d\n",
-              linear, wandering, homes_below_half, homes);
-  EXPECT_GE(homes_below_half, 8);
+              linear, wandering, homes_150_to_300, homes);
+  EXPECT_GE(homes_150_to_300, 8);
   // Leaning only from a quarter of the longest window: 1.62 and 1.001.
   EXPECT_LT(linear, 1.5);
   EXPECT_LT(wandering, 1.0);
