@@ -723,44 +723,66 @@ RunErrors ErrorsAfter(const SimulationParams& p, Estimator& est,
   return r;
 }
 
+// The library's default adaptive estimator over 10 seeds of runs that
+// `params(seed, wander)` builds (wander 0: a linear clock; 1: the
+// allowance's), errors from `from_ns` on, pooled: against the longest
+// window on the linear clock, against the longest / `wandering_divisor`
+// window on the wandering one. `wandering_end` sees each wandering run's
+// estimator when it ends.
+struct LeanRatios {
+  double linear = 0;
+  double wandering = 0;
+};
+LeanRatios LinearAndWanderingRatios(
+    const std::function<SimulationParams(int seed, int wander)>& params,
+    int64_t wandering_divisor, int64_t from_ns,
+    const std::function<void(const AdaptiveWindowEstimator&)>&
+        wandering_end = nullptr) {
+  double sum[2][2] = {};  // [wander 0 / 1][adaptive / fixed]
+  for (int seed = 0; seed < 10; ++seed) {
+    for (const int wander : {0, 1}) {
+      const SimulationParams p = params(seed, wander);
+      AdaptiveWindowEstimator adaptive{AdaptiveConfig()};
+      AdaptiveConfig fixed_config;
+      fixed_config.levels = 1;
+      if (wander > 0) fixed_config.base.window_ns /= wandering_divisor;
+      AdaptiveWindowEstimator fixed(fixed_config);
+      const RunErrors a = ErrorsAfter(p, adaptive, from_ns);
+      const RunErrors f = ErrorsAfter(p, fixed, from_ns);
+      EXPECT_EQ(a.misses, 0);
+      sum[wander][0] += a.rms_ns * a.rms_ns;
+      sum[wander][1] += f.rms_ns * f.rms_ns;
+      if (wander > 0 && wandering_end) wandering_end(adaptive);
+    }
+  }
+  return {std::sqrt(sum[0][0] / sum[0][1]), std::sqrt(sum[1][0] / sum[1][1])};
+}
+
 // 102's network (50 µs + exp(20 µs) each way at 10 probes/s): until the
 // samples show a clock linear, W* from the allowance puts the home at
 // about 60 s, while on a linear clock the longest window is 2-10 times
 // better. The home leans towards the longest level by the samples'
 // probability of a linear clock (1.44 × the longest window from 90 to
 // 360 s, 1.84 × without), and a clock that wanders as the allowance says
-// loses little by it (0.938 × the 75 s window, 0.918 × without).
+// loses little by it (0.938 × the 75 s window, about the allowance's W*;
+// 0.918 × without).
 TEST(AdaptiveEstimatorTest, HomeLeansTowardsTheLongestLevelOnALinearClock) {
   const std::vector<Scenario> standard = StandardScenarios();
   const Scenario* s102 = FindScenario(standard, "102-large-offset-linear");
   ASSERT_NE(s102, nullptr);
-  double sum[2][2] = {};  // [wander 0 / 1][adaptive / fixed]
-  for (int seed = 0; seed < 10; ++seed) {
-    for (const int wander : {0, 1}) {
-      SimulationParams p = SeededScenario(*s102, seed).params;
-      p.clock.wander_ppb_per_sqrt_s = wander;
-      p.duration_ns = 360 * kS;
-      AdaptiveWindowEstimator adaptive{AdaptiveConfig()};
-      // Against the longest window on the linear clock, the 75 s window
-      // (about the allowance's W*) on the wandering one.
-      AdaptiveConfig fixed_config;
-      fixed_config.levels = 1;
-      if (wander > 0) fixed_config.base.window_ns /= 8;
-      AdaptiveWindowEstimator fixed(fixed_config);
-      const RunErrors a = ErrorsAfter(p, adaptive, 90 * kS);
-      const RunErrors f = ErrorsAfter(p, fixed, 90 * kS);
-      EXPECT_EQ(a.misses, 0);
-      sum[wander][0] += a.rms_ns * a.rms_ns;
-      sum[wander][1] += f.rms_ns * f.rms_ns;
-    }
-  }
-  const double linear = std::sqrt(sum[0][0] / sum[0][1]);
-  const double wandering = std::sqrt(sum[1][0] / sum[1][1]);
+  const LeanRatios r = LinearAndWanderingRatios(
+      [&](int seed, int wander) {
+        SimulationParams p = SeededScenario(*s102, seed).params;
+        p.clock.wander_ppb_per_sqrt_s = wander;
+        p.duration_ns = 360 * kS;
+        return p;
+      },
+      /*wandering_divisor=*/8, 90 * kS);
   std::printf("90-360 s: linear, adaptive / 600 s window %.3f; wandering, "
-              "adaptive / 75 s window %.3f\n", linear, wandering);
+              "adaptive / 75 s window %.3f\n", r.linear, r.wandering);
   // Without the lean: 1.84 and 0.92.
-  EXPECT_LT(linear, 1.6);
-  EXPECT_LT(wandering, 1.05);
+  EXPECT_LT(r.linear, 1.6);
+  EXPECT_LT(r.wandering, 1.05);
 }
 
 // Where the delays put the allowance's home at about a third of the
@@ -769,43 +791,31 @@ TEST(AdaptiveEstimatorTest, HomeLeansTowardsTheLongestLevelOnALinearClock) {
 // 10 seeds: a linear clock against the 600 s window (1.36 ×), one
 // wandering at the allowance against the 300 s window (0.94 ×).
 TEST(AdaptiveEstimatorTest, HalfWindowHomeLeansTowardsTheLongestLevel) {
-  double sum[2][2] = {};  // [wander 0 / 1][adaptive / fixed]
   int homes_150_to_300 = 0, homes = 0;
-  for (uint64_t seed = 0; seed < 10; ++seed) {
-    for (const int wander : {0, 1}) {
-      SimulationParams p = NoisySlowPath(50'000, 90'000, 600);
-      p.interval_ns = 500'000'000;
-      p.clock.wander_ppb_per_sqrt_s = wander;
-      p.seed = 811 + 1'000'003 * seed;
-      p.clock.seed = 812 + 7'919 * seed;
-      AdaptiveWindowEstimator adaptive{AdaptiveConfig()};
-      AdaptiveConfig fixed_config;
-      fixed_config.levels = 1;
-      if (wander > 0) fixed_config.base.window_ns /= 2;
-      AdaptiveWindowEstimator fixed(fixed_config);
-      const RunErrors a = ErrorsAfter(p, adaptive, 90 * kS);
-      const RunErrors f = ErrorsAfter(p, fixed, 90 * kS);
-      EXPECT_EQ(a.misses, 0);
-      sum[wander][0] += a.rms_ns * a.rms_ns;
-      sum[wander][1] += f.rms_ns * f.rms_ns;
-      if (wander > 0) {
+  const LeanRatios r = LinearAndWanderingRatios(
+      [](int seed, int wander) {
+        SimulationParams p = NoisySlowPath(50'000, 90'000, 600);
+        p.interval_ns = 500'000'000;
+        p.clock.wander_ppb_per_sqrt_s = wander;
+        p.seed = 811 + 1'000'003 * static_cast<uint64_t>(seed);
+        p.clock.seed = 812 + 7'919 * static_cast<uint64_t>(seed);
+        return p;
+      },
+      /*wandering_divisor=*/2, 90 * kS,
+      [&](const AdaptiveWindowEstimator& adaptive) {
         ++homes;
         // The home these delays call for lies between a quarter and half
         // of the longest window (candidates 2-4: 300, 150|300, 150).
         const int home = adaptive.home_candidate();
         homes_150_to_300 += home >= 2 && home <= 4;
-      }
-    }
-  }
-  const double linear = std::sqrt(sum[0][0] / sum[0][1]);
-  const double wandering = std::sqrt(sum[1][0] / sum[1][1]);
+      });
   std::printf("90-600 s: linear, adaptive / 600 s window %.3f; wandering, "
               "adaptive / 300 s window %.3f; homes at 150-300 s: %d of %d\n",
-              linear, wandering, homes_150_to_300, homes);
+              r.linear, r.wandering, homes_150_to_300, homes);
   EXPECT_GE(homes_150_to_300, 8);
   // Leaning only from a quarter of the longest window: 1.62 and 1.001.
-  EXPECT_LT(linear, 1.5);
-  EXPECT_LT(wandering, 1.0);
+  EXPECT_LT(r.linear, 1.5);
+  EXPECT_LT(r.wandering, 1.0);
 }
 
 // 200 µs + exp(2 ms) each way at 1 probe/s for an hour, wandering at the
