@@ -319,6 +319,14 @@ void AdaptiveWindowEstimator::Select(
                (have_lone_cut_[k] &&
                 x - lone_cut_x_[k] < levels_[k]->config().window_ns);
   }
+  // A new normal needs the shorter levels inside the longest level's
+  // bound (the header, step 4).
+  levels_agree_ = true;
+  for (size_t k = 1; k < levels_.size(); ++k) {
+    if (young[k] || now[0].state == SyncState::kUnsynced) continue;
+    levels_agree_ = levels_agree_ && now[k].global_ns >= now[0].earliest_ns &&
+                    now[k].global_ns <= now[0].latest_ns;
+  }
   // Eligible levels: not young, and their hull range not blown up against
   // their own recent median (no low-delay sample left in a short window).
   // A congested level makes every shorter one ineligible too.
@@ -367,11 +375,12 @@ void AdaptiveWindowEstimator::Select(
       have_last_blown_ = true;
     }
   }
-  // A level blown up for half the longest window without a break: the
-  // delays changed for good (a longer route), and its blown range (never
-  // added to the median) is the new normal. The ranges are judged afresh.
+  // A level blown up for half the longest window without a break, while
+  // the shorter levels agree with the longest: the delays changed for
+  // good (a longer route), and its blown range (never added to the
+  // median) is the new normal. The ranges are judged afresh.
   for (size_t k = 1; k < levels_.size(); ++k) {
-    if (!blown_now[k] ||
+    if (!levels_agree_ || !blown_now[k] ||
         static_cast<double>(x - blown_since_x_[k]) <=
             RoundTrips::kNewNormalFraction *
                 static_cast<double>(levels_[0]->config().window_ns)) {
@@ -650,6 +659,7 @@ AddResult AdaptiveWindowEstimator::Add(const ProbeSample& s) {
       static_cast<__int128>(s.t2_ns) - s.t1_ns + s.parent_bound_ns;
   const __int128 response_offset =
       static_cast<__int128>(s.t3_ns) - s.t4_ns - s.parent_bound_ns;
+  round_trips_.set_new_normal_allowed(levels_agree_);
   round_trips_.Add(static_cast<double>((s.t4_ns - s.t1_ns) -
                                        (s.t3_ns - s.t2_ns)),
                    s.t4_ns);

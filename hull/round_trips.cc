@@ -91,8 +91,9 @@ void RoundTrips::TrackCongestion(double round_trip_ns, int64_t x) {
     runs_.open = false;
     last_clean_x_ = x;
   }
-  if (static_cast<double>(runs_.OpenFor(x)) >
-      kNewNormalFraction * static_cast<double>(longest_window_ns_)) {
+  if (new_normal_allowed_ &&
+      static_cast<double>(runs_.OpenFor(x)) >
+          kNewNormalFraction * static_cast<double>(longest_window_ns_)) {
     // Congested for so long: the delays have changed for good (a longer
     // route). Forget the episode and learn the limit afresh.
     StartAfresh();

@@ -58,8 +58,8 @@ class RoundTrips {
   // Round trips above the clean limit in a row that open an interval.
   static constexpr int kCongestedRun = 8;
   // A run interval open for this fraction of the longest window is a
-  // longer route, not an episode (the adaptive estimator judges its
-  // levels' ranges afresh after a blow-up as long).
+  // longer route, not an episode, where the owner allows it (the adaptive
+  // estimator judges its levels' ranges afresh after a blow-up as long).
   static constexpr double kNewNormalFraction = 0.5;
   // The floor is the smallest of the round trips of the floor window, and
   // of at least this many (fewer where the ring holds fewer).
@@ -83,6 +83,10 @@ class RoundTrips {
 
   // The round trip (ns) of the sample whose t4 is x (non-decreasing).
   void Add(double round_trip_ns, int64_t x);
+
+  // Whether a run open for kNewNormalFraction of the longest window may be
+  // taken as a longer route now (the owner's judgement; true unless set).
+  void set_new_normal_allowed(bool allowed) { new_normal_allowed_ = allowed; }
 
   // Round trips held (at most kSize), and newest − oldest t4 of them.
   int count() const { return count_; }
@@ -171,6 +175,7 @@ class RoundTrips {
   void StartAfresh();
 
   int64_t longest_window_ns_;
+  bool new_normal_allowed_ = true;
   // The last round trips (ring) and their t4.
   std::array<double, kSize> values_{};
   std::array<int64_t, kSize> x_{};

@@ -192,5 +192,23 @@ TEST(RoundTripsTest, LongerRouteIsLearntAfresh) {
   EXPECT_EQ(r.congested_intervals(), 0);
 }
 
+// Not while its owner holds the new normal back (the adaptive estimator,
+// while its shorter levels disagree with the longest): the run stays an
+// episode until allowed.
+TEST(RoundTripsTest, NewNormalWaitsUntilAllowed) {
+  RoundTrips r(kLongestNs, kFloorWindowNs);
+  int64_t x = 0;
+  Feed(&r, &x, 200, Clean);
+  auto longer = [](int i) { return 300'000 + Clean(i); };
+  r.set_new_normal_allowed(false);
+  Feed(&r, &x, 400, longer);
+  EXPECT_TRUE(r.congested());
+  EXPECT_GT(r.congested_intervals(), 0);
+  r.set_new_normal_allowed(true);
+  Feed(&r, &x, 1, longer);
+  EXPECT_FALSE(r.congested());
+  EXPECT_EQ(r.congested_intervals(), 0);
+}
+
 }  // namespace
 }  // namespace clocksync::hull
