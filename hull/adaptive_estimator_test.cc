@@ -651,6 +651,7 @@ TEST(AdaptiveEstimatorTest, OneWayQueueOutlastingHalfTheWindowIsNoNewRoute) {
   daemon.levels = 4;
   for (uint64_t seed : {1, 2, 3}) {
     p.seed = seed;
+    p.clock.seed = seed;
     AdaptiveWindowEstimator adaptive{daemon};
     TwoHullEstimator fixed(daemon.base);
     const double rms_adaptive = RmsBetween(p, adaptive, 60 * kS, 1300 * kS);
