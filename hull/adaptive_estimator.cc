@@ -99,9 +99,11 @@ constexpr double kMinHomeWander = 1e-6;
 // While the samples' check runs and sees no wander, a home at least this
 // many half-steps below the longest window (half of it or less) leans
 // towards the longest level by the check's probability of a linear
-// clock, at these prior odds of a wander against none (header, step 5).
+// clock, at these prior odds of a wander against none (header, step 5);
+// above this probability a shorter candidate needs kLinearHomeConfidenceZ.
 constexpr double kLeanMinHomePosition = 2;
 constexpr double kWanderPriorOdds = 3;
+constexpr double kLinearHomeProbability = 0.3;
 
 // A level whose window is more than this fraction congested (as the round
 // trips show it) may not answer, whatever its range says.
@@ -128,7 +130,7 @@ AdaptiveWindowEstimator::AdaptiveWindowEstimator(const AdaptiveConfig& config)
   blends_ = 2 * config.levels - 1;
   candidates_ = blends_ + config.levels - 1;
   home_wander_ppb_ = config.base.wander_ppb_per_sqrt_s;
-  bound_cache_.assign(static_cast<size_t>(2 * candidates_ * candidates_), 0);
+  bound_cache_.assign(static_cast<size_t>(3 * candidates_ * candidates_), 0);
   bound_valid_.assign(bound_cache_.size(), 0);
   ranges_.resize(levels_.size());
   const size_t pairs = static_cast<size_t>(candidates_ * candidates_);
@@ -464,9 +466,15 @@ void AdaptiveWindowEstimator::Select(
     home = std::max(found, 0);
   }
   // A candidate other than home answers only while it is significantly
-  // better than home.
+  // better than home; a shorter one by more while the clock is likely
+  // linear (no shorter window predicts better: its win is noise).
+  const bool likely_linear =
+      linearity_.running() && !linearity_.wander_seen() &&
+      linearity_.LinearProbability(kWanderPriorOdds) > kLinearHomeProbability;
   auto beats_home = [&](int c) {
-    return c == home || PairedUpperBound(c, home, /*against_home=*/true) < 0;
+    const bool strict = likely_linear && c > home && c < blends_;
+    const Against test = strict ? Against::kLinearHome : Against::kHome;
+    return c == home || PairedUpperBound(c, home, test) < 0;
   };
   int incumbent = candidate_;
   if (!candidate_eligible(incumbent) || !beats_home(incumbent)) {

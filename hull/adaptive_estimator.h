@@ -191,7 +191,13 @@
 //    home, with the checkpoints counted as one independent score per
 //    tenth of the longer window of the pair: the home's errors and a
 //    neighbour's stay correlated that long, and a pair's differences
-//    drift slowly on noise) as well as than the incumbent.
+//    drift slowly on noise) as well as than the incumbent. A candidate
+//    shorter than the home needs 2.5 standard errors instead of 1.5
+//    while the samples' check (below) finds a linear clock more likely
+//    than 0.3 at the lean's prior odds: on a linear clock no shorter
+//    window predicts better, so its win is the references' noise (102 on
+//    seeds 10-19: 1.119 → 1.066 × the best fixed window; from 0.15 the
+//    swings at 2 probes/s lose 1-2 %, from 0.5 nothing moves).
 //    The allowance is an upper bound of the wander; when the clock
 //    wanders far less (some level's drift, sampled a window apart T once
 //    its window is half full, changes by less than 0.1 σ √T in RMS over
@@ -430,10 +436,15 @@ class AdaptiveWindowEstimator final : public Estimator {
     double sum_d2 = 0;    // Σ w d²
     double sum_gap2 = 0;  // Σ w (θ_a − θ_b)²
   };
+  // What candidate a is tested against (step 3): the incumbent or any
+  // other candidate; the home, whose errors and a's count as correlated
+  // over the longer window of the pair (home_overlap_); or a home the
+  // samples' check finds likely linear, which a shorter candidate leaves
+  // only beyond kLinearHomeConfidenceZ standard errors.
+  enum class Against { kCandidate, kHome, kLinearHome };
   // Upper confidence bound of the mean of (θ_a − ref)² − (θ_b − ref)².
-  // Against the home (against_home), the errors count as correlated over
-  // the longer window of the pair (home_overlap_).
-  double PairedUpperBound(int a, int b, bool against_home = false) const;
+  double PairedUpperBound(int a, int b,
+                          Against against = Against::kCandidate) const;
   // The mean of (θ_a − ref)² − (θ_b − ref)² (ns²), 0 before any checkpoint.
   double PairedMean(int a, int b) const {
     const double w = weight_sum_[PairKind(a, b)];
@@ -444,7 +455,7 @@ class AdaptiveWindowEstimator final : public Estimator {
   bool HomeOutlastsCongestion(
       int home, int stand_in,
       const std::array<double, kMaxLevels>& hull_range) const;
-  double ComputePairedUpperBound(int a, int b, bool against_home) const;
+  double ComputePairedUpperBound(int a, int b, Against against) const;
   // Which reference candidates a and b are compared on: 1 (the long one)
   // when both lean on windows at least kLongPairWindows long references,
   // else 0.
@@ -582,7 +593,7 @@ class AdaptiveWindowEstimator final : public Estimator {
   // At the last sample every shorter level that is not young answered
   // inside the longest level's bound (a new normal needs it; step 4).
   bool levels_agree_ = true;
-  // PairedUpperBound by (against_home, a, b), candidates_² entries per
+  // PairedUpperBound by (against, a, b), candidates_² entries per
   // kind; valid until the next scored checkpoint (sized to the candidates,
   // not kMaxCandidates: a cluster simulator holds one per node).
   mutable std::vector<double> bound_cache_;

@@ -23,24 +23,28 @@ constexpr double kMinEffectiveCheckpoints = 4.0;
 // window instead of 1.044, 107 0.411 × instead of 0.389: it answered
 // through the flat parts of the swings too).
 constexpr double kExtrapolationConfidenceZ = 2.5;
+// A shorter candidate than a home the samples find likely linear answers
+// only when better by this many (the home: 102, seed 19, the 37.5 s level
+// answered at 120-210 s, 95-110 ns off where the 75 s home was 20-70).
+constexpr double kLinearHomeConfidenceZ = 2.5;
 
 }  // namespace
 
 double AdaptiveWindowEstimator::PairedUpperBound(int a, int b,
-                                                 bool against_home) const {
+                                                 Against against) const {
   // The bound moves only when a checkpoint is scored (ScoreCheckpoint
   // clears the cache); Select asks for the same pairs at every sample.
   const size_t i = static_cast<size_t>(
-      ((against_home ? candidates_ : 0) + a) * candidates_ + b);
+      (static_cast<int>(against) * candidates_ + a) * candidates_ + b);
   if (!bound_valid_[i]) {
-    bound_cache_[i] = ComputePairedUpperBound(a, b, against_home);
+    bound_cache_[i] = ComputePairedUpperBound(a, b, against);
     bound_valid_[i] = 1;
   }
   return bound_cache_[i];
 }
 
 double AdaptiveWindowEstimator::ComputePairedUpperBound(
-    int a, int b, bool against_home) const {
+    int a, int b, Against against) const {
   const int kind = PairKind(a, b);
   const double w = weight_sum_[kind];
   if (w <= 0) return std::numeric_limits<double>::infinity();
@@ -52,12 +56,15 @@ double AdaptiveWindowEstimator::ComputePairedUpperBound(
                 4 * ReferenceNoiseNs2(kind) * p.sum_gap2 / w});
   // Long references overlap kLongReferenceFactor times more.
   const double overlap =
-      against_home ? home_overlap_[Pair(a, b)] : overlap_[Pair(a, b)];
+      against == Against::kCandidate ? overlap_[Pair(a, b)]
+                                     : home_overlap_[Pair(a, b)];
   const double effective = w * w / weight_sum2_[kind] / overlap;
   if (effective < kMinEffectiveCheckpoints) {
     return std::numeric_limits<double>::infinity();
   }
-  double z = a >= blends_ ? kExtrapolationConfidenceZ : kConfidenceZ;
+  double z = a >= blends_                      ? kExtrapolationConfidenceZ
+             : against == Against::kLinearHome ? kLinearHomeConfidenceZ
+                                               : kConfidenceZ;
   // Against references too noisy to resolve a wander: Student's t (see
   // ReferencesTooNoisy).
   if (ReferencesTooNoisy()) z = StudentQuantile(z, effective - 1);
