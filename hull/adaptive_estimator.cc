@@ -99,11 +99,9 @@ constexpr double kMinHomeWander = 1e-6;
 // While the samples' check runs and sees no wander, a home at least this
 // many half-steps below the longest window (half of it or less) leans
 // towards the longest level by the check's probability of a linear
-// clock, at these prior odds of a wander against none (header, step 5);
-// above this probability a shorter candidate needs kLinearHomeConfidenceZ.
+// clock, at these prior odds of a wander against none (header, step 5).
 constexpr double kLeanMinHomePosition = 2;
 constexpr double kWanderPriorOdds = 3;
-constexpr double kLinearHomeProbability = 0.3;
 
 // A level whose window is more than this fraction congested (as the round
 // trips show it) may not answer, whatever its range says.
@@ -130,7 +128,7 @@ AdaptiveWindowEstimator::AdaptiveWindowEstimator(const AdaptiveConfig& config)
   blends_ = 2 * config.levels - 1;
   candidates_ = blends_ + config.levels - 1;
   home_wander_ppb_ = config.base.wander_ppb_per_sqrt_s;
-  bound_cache_.assign(static_cast<size_t>(3 * candidates_ * candidates_), 0);
+  bound_cache_.assign(static_cast<size_t>(2 * candidates_ * candidates_), 0);
   bound_valid_.assign(bound_cache_.size(), 0);
   ranges_.resize(levels_.size());
   const size_t pairs = static_cast<size_t>(candidates_ * candidates_);
@@ -468,9 +466,10 @@ void AdaptiveWindowEstimator::Select(
   // A candidate other than home answers only while it is significantly
   // better than home; a shorter one by more while the clock is likely
   // linear (no shorter window predicts better: its win is noise).
-  const bool likely_linear =
-      linearity_.running() && !linearity_.wander_seen() &&
-      linearity_.LinearProbability(kWanderPriorOdds) > kLinearHomeProbability;
+  const bool likely_linear = LikelyLinearHome(
+      linearity_.running() && !linearity_.wander_seen()
+          ? linearity_.LinearProbability(kWanderPriorOdds)
+          : 0);
   auto beats_home = [&](int c) {
     const bool strict = likely_linear && c > home && c < blends_;
     const Against test = strict ? Against::kLinearHome : Against::kHome;

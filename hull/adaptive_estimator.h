@@ -456,6 +456,9 @@ class AdaptiveWindowEstimator final : public Estimator {
       int home, int stand_in,
       const std::array<double, kMaxLevels>& hull_range) const;
   double ComputePairedUpperBound(int a, int b, Against against) const;
+  // Whether `linear_probability` (the samples' check's, 0 when it does not
+  // run) makes the home's test of a shorter candidate kLinearHome.
+  bool LikelyLinearHome(double linear_probability);
   // Which reference candidates a and b are compared on: 1 (the long one)
   // when both lean on windows at least kLongPairWindows long references,
   // else 0.
@@ -593,11 +596,15 @@ class AdaptiveWindowEstimator final : public Estimator {
   // At the last sample every shorter level that is not young answered
   // inside the longest level's bound (a new normal needs it; step 4).
   bool levels_agree_ = true;
-  // PairedUpperBound by (against, a, b), candidates_² entries per
-  // kind; valid until the next scored checkpoint (sized to the candidates,
-  // not kMaxCandidates: a cluster simulator holds one per node).
+  // PairedUpperBound by (against a candidate or the home, a, b),
+  // candidates_² entries per kind; valid until the next scored checkpoint
+  // (sized to the candidates, not kMaxCandidates: a cluster simulator
+  // holds one per node). A pair against the home is tested as kHome or
+  // kLinearHome by bounds_likely_linear_ alone: LikelyLinearHome clears
+  // those entries when it moves.
   mutable std::vector<double> bound_cache_;
   mutable std::vector<uint8_t> bound_valid_;
+  bool bounds_likely_linear_ = false;  // At the last Select.
   // Estimate at the newest sample's t4, kept by Add (which computed every
   // level's estimate there): the daemon and the cluster simulator ask for
   // it right after each sample.

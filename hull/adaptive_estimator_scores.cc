@@ -23,19 +23,33 @@ constexpr double kMinEffectiveCheckpoints = 4.0;
 // window instead of 1.044, 107 0.411 × instead of 0.389: it answered
 // through the flat parts of the swings too).
 constexpr double kExtrapolationConfidenceZ = 2.5;
-// A shorter candidate than a home the samples find likely linear answers
-// only when better by this many (the home: 102, seed 19, the 37.5 s level
-// answered at 120-210 s, 95-110 ns off where the 75 s home was 20-70).
+// A shorter candidate than a home the samples find likely linear (the
+// check's probability of a linear clock above kLinearHomeProbability)
+// answers only when better by this many (the header, step 5; 102, seed
+// 19: the 37.5 s level answered at 120-210 s, 95-110 ns off where the
+// 75 s home was 20-70).
 constexpr double kLinearHomeConfidenceZ = 2.5;
+constexpr double kLinearHomeProbability = 0.3;
 
 }  // namespace
+
+bool AdaptiveWindowEstimator::LikelyLinearHome(double linear_probability) {
+  const bool likely = linear_probability > kLinearHomeProbability;
+  if (likely != bounds_likely_linear_) {  // the home tests' z moved
+    std::fill(bound_valid_.begin() + candidates_ * candidates_,
+              bound_valid_.end(), 0);
+    bounds_likely_linear_ = likely;
+  }
+  return likely;
+}
 
 double AdaptiveWindowEstimator::PairedUpperBound(int a, int b,
                                                  Against against) const {
   // The bound moves only when a checkpoint is scored (ScoreCheckpoint
   // clears the cache); Select asks for the same pairs at every sample.
   const size_t i = static_cast<size_t>(
-      (static_cast<int>(against) * candidates_ + a) * candidates_ + b);
+      ((against == Against::kCandidate ? 0 : candidates_) + a) * candidates_ +
+      b);
   if (!bound_valid_[i]) {
     bound_cache_[i] = ComputePairedUpperBound(a, b, against);
     bound_valid_[i] = 1;
