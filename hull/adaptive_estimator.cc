@@ -66,36 +66,10 @@ constexpr int64_t kAsymmetryStartReferences = 4;
 // window either leans on is at least this many long references.
 constexpr int64_t kLongPairWindows = 2;
 
-// The home window: W* = kHomeScale × (spread / (rate × wander))^0.4 s,
-// spread the median round trip's excess over the minimum (ns), rate in
-// samples per second, wander in ppb/√s: where the wander's error over the
-// window (∝ W^1.5) meets the delay noise's (∝ spread / (rate W)).
-constexpr double kHomeScale = 2.4;
-constexpr double kHomeExponent = 0.4;
-constexpr int kHomeMinRoundTrips = 16;
-// The clock counts as linear (home = the longest window) when some level's
-// measured wander (DriftWander::Negligible, drift_wander.h) is below this
-// fraction of the configured allowance.
-constexpr double kNegligibleWanderFraction = 0.1;
-// Before the drifts can tell (the first DriftWander::kFullWindowFraction +
-// kMinDifferences shortest windows, 131 s by default), the longest
-// level's errors against the short references tell a linear clock: under a
-// random-walk wander σ a line fitted over a span S misses the newest offset
-// by about kFitErrorScale σ² S³ in mean square (measured: 0.026 on 109 with
-// 1 ppb/√s, 200 seeds; a least-squares line: 0.01). The clock counts as
-// linear when Σ e² < kFitErrorScale (f σ)² Σ S³ over at least
-// kEarlyMinCheckpoints checkpoints whose span is at least
-// kEarlyMinSpanFraction of the shortest window (both by 56 s by default),
-// f = kEarlyNegligibleWanderFraction, a tenth as for the drifts' and the
-// references' verdicts. On 109 with 1 ppb/√s of wander it fires on 6 of 100
-// seeds (f = 0.2), and only until the drifts take over; at 0.3 ppb/√s on 3
-// of 10 (7 at f = 0.2: `109/wander=0.3` 1.066 → 1.022 × on seeds 10-19).
-constexpr double kFitErrorScale = 0.025;
-constexpr double kEarlyNegligibleWanderFraction = 0.1;
-constexpr int kEarlyMinCheckpoints = 2;
+// The longest level's fit against the short references counts checkpoints
+// whose span is at least this fraction of the shortest window
+// (EarlyWanderNegligible, adaptive_estimator_home.cc).
 constexpr double kEarlyMinSpanFraction = 0.75;
-// The home's wander is never below this (ppb/√s).
-constexpr double kMinHomeWander = 1e-6;
 // While the samples' check runs and sees no wander, a home at least this
 // many half-steps below the longest window (half of it or less) leans
 // towards the longest level by the check's probability of a linear
@@ -104,11 +78,11 @@ constexpr double kLeanMinHomePosition = 2;
 constexpr double kWanderPriorOdds = 3;
 
 // A level whose window is more than this fraction congested (as the round
-// trips show it) may not answer, whatever its range says.
+// trips show it) may not answer, whatever its range says; a candidate
+// other than the home that leans on a shorter window than the home's, more
+// than kShorterCongestedFraction (header, step 4).
 constexpr double kCongestedFraction = 0.75;
-// W* counts clean time: the home window grows by the congested time it
-// holds, found by this many fixed-point steps at most (one per interval).
-constexpr int kCleanWindowSteps = 8;
+constexpr double kShorterCongestedFraction = 0.5;
 
 }  // namespace
 
@@ -397,6 +371,7 @@ void AdaptiveWindowEstimator::Select(
     break;
   }
   bool uncongested = true;  // No longer level is congested.
+  std::array<double, kMaxLevels> congested{};  // Fraction of the window.
   const RoundTrips::Intervals barring = BarringIntervals();
   for (size_t k = 0; k < levels_.size(); ++k) {
     if (k > 0 && !young[k]) {
@@ -413,16 +388,18 @@ void AdaptiveWindowEstimator::Select(
                                 kEligibleRangeRatio * median_range_[k];
       uncongested = uncongested && range_ok && clean && !blown_now[k];
     }
-    // Mostly congested in the round trips (as far as it has filled).
-    bool mostly_congested = false;
+    // How much of it the round trips show congested (as far as it has
+    // filled); mostly congested, it may not answer.
     if (k > 0 && round_trips_.congested_intervals(barring) > 0) {
       const int64_t filled =
           std::min(levels_[k]->config().window_ns, x - start_x_);
-      mostly_congested =
-          filled > 0 && round_trips_.CongestedNs(x - filled, x, barring) >
-                            kCongestedFraction * static_cast<double>(filled);
+      if (filled > 0) {
+        congested[k] = round_trips_.CongestedNs(x - filled, x, barring) /
+                       static_cast<double>(filled);
+      }
     }
-    eligible[k] = uncongested && !mostly_congested && !young[k];
+    eligible[k] = uncongested && congested[k] <= kCongestedFraction &&
+                  !young[k];
   }
   // A candidate is eligible when its levels are (a mean: both). With none
   // (every level young), the longest answers.
@@ -470,10 +447,18 @@ void AdaptiveWindowEstimator::Select(
       linearity_.running() && !linearity_.wander_seen()
           ? linearity_.LinearProbability(kWanderPriorOdds)
           : 0);
+  // Its scores are from before any congestion (none is scored during it):
+  // leaning on a shorter window than the home's, more than half
+  // congested, it may not (the home, whose W* counts clean time, does).
   auto beats_home = [&](int c) {
+    if (c == home) return true;
+    const int k = ShorterLevel(c);
+    if (k > ShorterLevel(home) && congested[k] > kShorterCongestedFraction) {
+      return false;
+    }
     const bool strict = likely_linear && c > home && c < blends_;
     const Against test = strict ? Against::kLinearHome : Against::kHome;
-    return c == home || PairedUpperBound(c, home, test) < 0;
+    return PairedUpperBound(c, home, test) < 0;
   };
   int incumbent = candidate_;
   if (!candidate_eligible(incumbent) || !beats_home(incumbent)) {
@@ -524,125 +509,6 @@ void AdaptiveWindowEstimator::Select(
   }
   selected_ = static_cast<int>(std::ceil(position / 2));
   longer_weight_ = selected_ - position / 2;
-}
-
-bool AdaptiveWindowEstimator::WanderNegligible(int64_t x) const {
-  const double limit =
-      kNegligibleWanderFraction * config_.base.wander_ppb_per_sqrt_s;
-  // The references' estimate (once they count) and the samples' check
-  // veto every verdict (see the header, step 5).
-  const bool counted =
-      reference_wander_.effective_count() >= kReferenceMinReadings;
-  const double w2 = reference_wander_.wander2();
-  if ((counted && w2 > limit * limit) || linearity_.wander_seen()) return false;
-  for (size_t k = 0; k < levels_.size(); ++k) {
-    if (wander_[k].Negligible(limit)) return true;
-  }
-  // Or the references' interval's upper end (as for W*) lies below it.
-  if (counted && ReferenceWanderUpper2() < limit * limit) {
-    return true;
-  }
-  return EarlyWanderNegligible(x);
-}
-
-bool AdaptiveWindowEstimator::EarlyWanderNegligible(int64_t x) const {
-  if (x - first_x_ > early_wander_ns_) return false;
-  for (const DriftWander& w : wander_) {
-    if (w.count() >= DriftWander::kMinDifferences) return false;
-  }
-  const double limit =
-      kEarlyNegligibleWanderFraction * config_.base.wander_ppb_per_sqrt_s;
-  return fit_error_count_ >= kEarlyMinCheckpoints &&
-         fit_error_sum_ < kFitErrorScale * limit * limit * fit_span3_sum_;
-}
-
-int AdaptiveWindowEstimator::HomeCandidate(int64_t x) {
-  home_position_ = 0;
-  if (config_.base.wander_ppb_per_sqrt_s <= 0) return 0;
-  const int n = round_trips_.count();
-  if (n < kHomeMinRoundTrips) return 0;
-  const double span_s = static_cast<double>(round_trips_.SpanNs()) * 1e-9;
-  if (span_s <= 0) return 0;
-  const double rate = (n - 1) / span_s;
-  // The delay spread of the clean round trips (round_trips.h): a
-  // congestion episode raises the median round trip for a while, not the
-  // window the clean delays call for.
-  double spread = round_trips_.SpreadFloor(x);
-  // Heavy-tailed delays: the median lies far out; the directions' floors
-  // say how far (direction_spread.h). Never longer than the round trips'.
-  const double from_directions =
-      direction_spread_.SpreadFloor(round_trips_.CongestionHeld(x));
-  if (from_directions > 0) spread = std::min(spread, from_directions);
-  // The allowance is an upper bound of the wander; the drifts may bound
-  // it tighter.
-  home_wander_ppb_ = config_.base.wander_ppb_per_sqrt_s;
-  for (const DriftWander& w : wander_) {
-    home_wander_ppb_ = std::min(home_wander_ppb_, w.UpperBound());
-  }
-  // The references measure the wander with their own noise taken out
-  // (reference_wander.h): the allowance stands until it falls outside
-  // their interval, then the interval's nearer end does, above the
-  // allowance too (a clock wandering faster than it: a shorter home).
-  const double readings = reference_wander_.effective_count();
-  const double upper = std::sqrt(std::max(0.0, ReferenceWanderUpper2()));
-  const double lower = ReferenceWanderLower();
-  const double allowance = config_.base.wander_ppb_per_sqrt_s;
-  if (readings >= kReferenceMinReadings ||
-      (readings >= kReferenceEarlyReadings && lower > allowance &&
-       lower < kReferenceEarlyMaxRatio * allowance)) {
-    // The bound, too, widens when the clock wanders faster than the
-    // allowance: by the interval's lower end (see Answer).
-    bound_wander_ratio_ = std::max(1.0, lower / allowance);
-    home_wander_ppb_ = lower > allowance
-                           ? lower
-                           : std::min(home_wander_ppb_,
-                                      std::clamp(allowance, lower, upper));
-  }
-  // A steep swing shows in the first longest window's samples sooner
-  // than the references' interval clears the allowance: the lesser of the
-  // samples' lower end and the references' σ, where σ² is above the
-  // allowance's and resolvable, outside congestion (header, step 5).
-  const double fast = linearity_.fast_wander_ppb();
-  if (fast > 0 && linearity_.running() &&
-      readings >= kReferenceEarlyReadings &&
-      reference_wander_.wander2() > allowance * allowance &&
-      round_trips_.congested_intervals() == 0 && !ReferencesTooNoisy()) {
-    home_wander_ppb_ = std::max(
-        home_wander_ppb_,
-        std::min(fast, std::sqrt(reference_wander_.wander2())));
-  }
-  const double clean_home_s =
-      kHomeScale *
-      std::pow(spread / (rate * std::max(home_wander_ppb_, kMinHomeWander)),
-               kHomeExponent);
-  // The window that holds clean_home_s outside the congested intervals.
-  double home_s = clean_home_s;
-  const RoundTrips::Intervals barring = BarringIntervals();
-  for (int step = 0;
-       step < kCleanWindowSteps && round_trips_.congested_intervals(barring) > 0;
-       ++step) {
-    const int64_t from_x = x - static_cast<int64_t>(home_s * 1e9);
-    const double longer_s =
-        clean_home_s + round_trips_.CongestedNs(from_x, x, barring) * 1e-9;
-    if (longer_s <= home_s + 1e-3) break;
-    home_s = longer_s;
-  }
-  const double longest_s =
-      static_cast<double>(levels_[0]->config().window_ns) * 1e-9;
-  home_position_ = std::clamp(2 * std::log2(longest_s / home_s), 0.0,
-                              static_cast<double>(blends_ - 1));
-  const int home = static_cast<int>(std::lround(home_position_));
-  // A clock that wanders far less than the allowance is at home in the
-  // longest window, unless that window has predicted significantly worse
-  // than the allowance's home (step 3's test): with delays as quiet as
-  // kernel timestamps', a tenth of the allowance outweighs their noise
-  // over the longest window (109 with 0.1 ppb/√s: 17 → 5.9 ns).
-  if (WanderNegligible(x) &&
-      (home == 0 || !(PairedUpperBound(home, 0) < 0))) {
-    home_position_ = 0;
-    return 0;
-  }
-  return home;
 }
 
 AddResult AdaptiveWindowEstimator::Add(const ProbeSample& s) {

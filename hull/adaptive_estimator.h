@@ -109,7 +109,16 @@
 //    far as it has filled) is more than 75 % congested may not answer:
 //    its hulls rest on delayed samples, whatever its range says (with
 //    minimum delays far above the jitter, a standing queue of several
-//    jitter scales does not make the range 4 times wider). While the
+//    jitter scales does not make the range 4 times wider). A candidate
+//    other than the home answers on scores from before the episode (none
+//    is scored during one): one that leans on a shorter window than the
+//    home's may not while that window is more than half congested (the
+//    home, whose W* counts clean time, answers): a queue's short draws
+//    break the runs, and the 37.5 s level, a third to two thirds
+//    congested, answered 10–40 µs off through 20 µs + exp(276 µs) one way
+//    on 520 µs of minimum delays (random seed 12's r11: 2.51 → 1.74 × the
+//    best fixed window; at a quarter, swings through episodes lose more
+//    than that gains). While the
 //    home's wander exceeds the allowance (a swing) only the runs bar a
 //    level or lengthen W* (step 5): a floor rise of a few jitter scales
 //    costs a short level less than a longer one's lag on the swing. A run

@@ -275,6 +275,31 @@ TEST(AccuracyTableTest, TheHomeOutlastsAnEpisodeOnASteepSwing) {
   EXPECT_EQ(row.results[kAdaptiveColumn].violations, 0);
 }
 
+// One-way congestion where the minimum delays are far above the jitter:
+// random scenario r11 of seed 12 (17 probes/s, 37 µs of jitter, two 44 s
+// episodes of 20 µs + exp(276 µs) back). The hull ranges, mostly the two
+// minimum delays (about 520 µs), hardly grow, and the round trips' runs
+// break on the queue's short draws, so no level is more than three
+// quarters congested; the 37.5|75 s blend, answering on its scores from
+// before the episode, followed the 37.5 s level 10-40 µs off (seed 1:
+// 870 ns over the run against 216 for the 75 s window). A candidate
+// shorter than the home, more than half congested, no longer answers:
+// within 2 times the best fixed window over seeds 0-4 (1.74; 2.51 before).
+TEST(AccuracyTableTest, AShortCandidateDoesNotAnswerThroughAnEpisode) {
+  const std::vector<Scenario> random = RandomScenarios(40, 12);
+  const Scenario& r11 = random[11];
+  ASSERT_EQ(r11.name.rfind("r11 w=2.79 sine=0/0 hz=17.3 ", 0), 0u) << r11.name;
+  ASSERT_NE(r11.name.find("cong="), std::string::npos) << r11.name;
+  const std::vector<TableColumn> columns = StandardColumns();
+  const std::vector<TableRow> rows =
+      AccuracyTable({r11}, columns, /*seeds=*/5, /*scale=*/1.0);
+  std::printf("%s", FormatAccuracyTable(columns, rows).c_str());
+  const TableRow& row = rows[0];
+  EXPECT_LE(row.results[kAdaptiveColumn].rms_ns(),
+            2.0 * row.best_fixed_rms_ns());
+  EXPECT_EQ(row.results[kAdaptiveColumn].violations, 0);
+}
+
 // Jitter nearly all one way at 20 probes/s (1 ms forward, 10 µs back): the
 // references miss as the short windows do until their asymmetry is
 // measured (about 300 s), and scored against them the 37.5 s level looked

@@ -1,0 +1,167 @@
+// hull/adaptive_estimator_home.cc: AdaptiveWindowEstimator's home
+// candidate (adaptive_estimator.h, step 5): W* from the delay spread and
+// the wander, and the linear verdicts that make the longest window home.
+
+#include "hull/adaptive_estimator.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace clocksync::hull {
+namespace {
+
+// The home window: W* = kHomeScale × (spread / (rate × wander))^0.4 s,
+// spread the median round trip's excess over the minimum (ns), rate in
+// samples per second, wander in ppb/√s: where the wander's error over the
+// window (∝ W^1.5) meets the delay noise's (∝ spread / (rate W)).
+constexpr double kHomeScale = 2.4;
+constexpr double kHomeExponent = 0.4;
+constexpr int kHomeMinRoundTrips = 16;
+// The clock counts as linear (home = the longest window) when some level's
+// measured wander (DriftWander::Negligible, drift_wander.h) is below this
+// fraction of the configured allowance.
+constexpr double kNegligibleWanderFraction = 0.1;
+// Before the drifts can tell (the first DriftWander::kFullWindowFraction +
+// kMinDifferences shortest windows, 131 s by default), the longest
+// level's errors against the short references tell a linear clock: under a
+// random-walk wander σ a line fitted over a span S misses the newest offset
+// by about kFitErrorScale σ² S³ in mean square (measured: 0.026 on 109 with
+// 1 ppb/√s, 200 seeds; a least-squares line: 0.01). The clock counts as
+// linear when Σ e² < kFitErrorScale (f σ)² Σ S³ over at least
+// kEarlyMinCheckpoints checkpoints whose span is at least
+// kEarlyMinSpanFraction (adaptive_estimator.cc) of the shortest window
+// (both by 56 s by default), f = kEarlyNegligibleWanderFraction, a tenth
+// as for the drifts' and the references' verdicts. On 109 with 1 ppb/√s of wander it fires on 6 of 100
+// seeds (f = 0.2), and only until the drifts take over; at 0.3 ppb/√s on 3
+// of 10 (7 at f = 0.2: `109/wander=0.3` 1.066 → 1.022 × on seeds 10-19).
+constexpr double kFitErrorScale = 0.025;
+constexpr double kEarlyNegligibleWanderFraction = 0.1;
+constexpr int kEarlyMinCheckpoints = 2;
+// The home's wander is never below this (ppb/√s).
+constexpr double kMinHomeWander = 1e-6;
+// W* counts clean time: the home window grows by the congested time it
+// holds, found by this many fixed-point steps at most (one per interval).
+constexpr int kCleanWindowSteps = 8;
+
+}  // namespace
+
+bool AdaptiveWindowEstimator::WanderNegligible(int64_t x) const {
+  const double limit =
+      kNegligibleWanderFraction * config_.base.wander_ppb_per_sqrt_s;
+  // The references' estimate (once they count) and the samples' check
+  // veto every verdict (see the header, step 5).
+  const bool counted =
+      reference_wander_.effective_count() >= kReferenceMinReadings;
+  const double w2 = reference_wander_.wander2();
+  if ((counted && w2 > limit * limit) || linearity_.wander_seen()) return false;
+  for (size_t k = 0; k < levels_.size(); ++k) {
+    if (wander_[k].Negligible(limit)) return true;
+  }
+  // Or the references' interval's upper end (as for W*) lies below it.
+  if (counted && ReferenceWanderUpper2() < limit * limit) {
+    return true;
+  }
+  return EarlyWanderNegligible(x);
+}
+
+bool AdaptiveWindowEstimator::EarlyWanderNegligible(int64_t x) const {
+  if (x - first_x_ > early_wander_ns_) return false;
+  for (const DriftWander& w : wander_) {
+    if (w.count() >= DriftWander::kMinDifferences) return false;
+  }
+  const double limit =
+      kEarlyNegligibleWanderFraction * config_.base.wander_ppb_per_sqrt_s;
+  return fit_error_count_ >= kEarlyMinCheckpoints &&
+         fit_error_sum_ < kFitErrorScale * limit * limit * fit_span3_sum_;
+}
+
+int AdaptiveWindowEstimator::HomeCandidate(int64_t x) {
+  home_position_ = 0;
+  if (config_.base.wander_ppb_per_sqrt_s <= 0) return 0;
+  const int n = round_trips_.count();
+  if (n < kHomeMinRoundTrips) return 0;
+  const double span_s = static_cast<double>(round_trips_.SpanNs()) * 1e-9;
+  if (span_s <= 0) return 0;
+  const double rate = (n - 1) / span_s;
+  // The delay spread of the clean round trips (round_trips.h): a
+  // congestion episode raises the median round trip for a while, not the
+  // window the clean delays call for.
+  double spread = round_trips_.SpreadFloor(x);
+  // Heavy-tailed delays: the median lies far out; the directions' floors
+  // say how far (direction_spread.h). Never longer than the round trips'.
+  const double from_directions =
+      direction_spread_.SpreadFloor(round_trips_.CongestionHeld(x));
+  if (from_directions > 0) spread = std::min(spread, from_directions);
+  // The allowance is an upper bound of the wander; the drifts may bound
+  // it tighter.
+  home_wander_ppb_ = config_.base.wander_ppb_per_sqrt_s;
+  for (const DriftWander& w : wander_) {
+    home_wander_ppb_ = std::min(home_wander_ppb_, w.UpperBound());
+  }
+  // The references measure the wander with their own noise taken out
+  // (reference_wander.h): the allowance stands until it falls outside
+  // their interval, then the interval's nearer end does, above the
+  // allowance too (a clock wandering faster than it: a shorter home).
+  const double readings = reference_wander_.effective_count();
+  const double upper = std::sqrt(std::max(0.0, ReferenceWanderUpper2()));
+  const double lower = ReferenceWanderLower();
+  const double allowance = config_.base.wander_ppb_per_sqrt_s;
+  if (readings >= kReferenceMinReadings ||
+      (readings >= kReferenceEarlyReadings && lower > allowance &&
+       lower < kReferenceEarlyMaxRatio * allowance)) {
+    // The bound, too, widens when the clock wanders faster than the
+    // allowance: by the interval's lower end (see Answer).
+    bound_wander_ratio_ = std::max(1.0, lower / allowance);
+    home_wander_ppb_ = lower > allowance
+                           ? lower
+                           : std::min(home_wander_ppb_,
+                                      std::clamp(allowance, lower, upper));
+  }
+  // A steep swing shows in the first longest window's samples sooner
+  // than the references' interval clears the allowance: the lesser of the
+  // samples' lower end and the references' σ, where σ² is above the
+  // allowance's and resolvable, outside congestion (header, step 5).
+  const double fast = linearity_.fast_wander_ppb();
+  if (fast > 0 && linearity_.running() &&
+      readings >= kReferenceEarlyReadings &&
+      reference_wander_.wander2() > allowance * allowance &&
+      round_trips_.congested_intervals() == 0 && !ReferencesTooNoisy()) {
+    home_wander_ppb_ = std::max(
+        home_wander_ppb_,
+        std::min(fast, std::sqrt(reference_wander_.wander2())));
+  }
+  const double clean_home_s =
+      kHomeScale *
+      std::pow(spread / (rate * std::max(home_wander_ppb_, kMinHomeWander)),
+               kHomeExponent);
+  // The window that holds clean_home_s outside the congested intervals.
+  double home_s = clean_home_s;
+  const RoundTrips::Intervals barring = BarringIntervals();
+  for (int step = 0;
+       step < kCleanWindowSteps && round_trips_.congested_intervals(barring) > 0;
+       ++step) {
+    const int64_t from_x = x - static_cast<int64_t>(home_s * 1e9);
+    const double longer_s =
+        clean_home_s + round_trips_.CongestedNs(from_x, x, barring) * 1e-9;
+    if (longer_s <= home_s + 1e-3) break;
+    home_s = longer_s;
+  }
+  const double longest_s =
+      static_cast<double>(levels_[0]->config().window_ns) * 1e-9;
+  home_position_ = std::clamp(2 * std::log2(longest_s / home_s), 0.0,
+                              static_cast<double>(blends_ - 1));
+  const int home = static_cast<int>(std::lround(home_position_));
+  // A clock that wanders far less than the allowance is at home in the
+  // longest window, unless that window has predicted significantly worse
+  // than the allowance's home (step 3's test): with delays as quiet as
+  // kernel timestamps', a tenth of the allowance outweighs their noise
+  // over the longest window (109 with 0.1 ppb/√s: 17 → 5.9 ns).
+  if (WanderNegligible(x) &&
+      (home == 0 || !(PairedUpperBound(home, 0) < 0))) {
+    home_position_ = 0;
+    return 0;
+  }
+  return home;
+}
+
+}  // namespace clocksync::hull
