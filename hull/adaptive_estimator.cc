@@ -84,6 +84,15 @@ constexpr double kWanderPriorOdds = 3;
 constexpr double kCongestedFraction = 0.75;
 constexpr double kShorterCongestedFraction = 0.5;
 
+// A shorter level agrees with the longest (a new normal needs it; header,
+// step 4) only while its answer lies within this fraction of its own
+// bound's width of the longest level's answer (plus the longest level's
+// wander allowance, by which a swing may have left it behind). A longer
+// route both ways widens a level's bound on both sides and leaves its
+// middle; a queue one way, d deep, widens it on one side and moves the
+// middle by d / 2: caught from d > a third of the bound's width before.
+constexpr double kAgreeShiftFraction = 0.125;
+
 }  // namespace
 
 AdaptiveWindowEstimator::AdaptiveWindowEstimator(const AdaptiveConfig& config)
@@ -294,12 +303,18 @@ void AdaptiveWindowEstimator::Select(
                 x - lone_cut_x_[k] < levels_[k]->config().window_ns);
   }
   // A new normal needs the shorter levels inside the longest level's
-  // bound (the header, step 4).
+  // bound and near its answer (the header, step 4).
   levels_agree_ = true;
   for (size_t k = 1; k < levels_.size(); ++k) {
     if (young[k] || now[0].state == SyncState::kUnsynced) continue;
-    levels_agree_ = levels_agree_ && now[k].global_ns >= now[0].earliest_ns &&
-                    now[k].global_ns <= now[0].latest_ns;
+    const double shift_ns =
+        std::abs(static_cast<double>(now[k].global_ns - now[0].global_ns));
+    const double range_ns =
+        static_cast<double>(now[k].latest_ns - now[k].earliest_ns);
+    levels_agree_ =
+        levels_agree_ && now[k].global_ns >= now[0].earliest_ns &&
+        now[k].global_ns <= now[0].latest_ns &&
+        shift_ns <= kAgreeShiftFraction * range_ns + allowance[0];
   }
   // Eligible levels: not young, and their hull range not blown up against
   // their own recent median (no low-delay sample left in a short window).

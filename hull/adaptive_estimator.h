@@ -127,13 +127,17 @@
 //    dropped and the limits are learnt afresh; so is a range blown up for
 //    half of it, which is judged afresh (blown ranges never enter the
 //    median it is judged by). Either only while every shorter level that
-//    is not young answers inside the longest level's bound: a queue one
-//    way moves the middle of the levels it fills by half its depth, out of
-//    the bound the low-delay samples before it still give, while a longer
-//    route both ways leaves it (with the daemon's 300 s windows, a 200 s
+//    is not young answers inside the longest level's bound, and within an
+//    eighth of its own bound's width (plus the longest level's wander
+//    allowance) of the longest level's answer: a queue one way moves the
+//    middle of the levels it fills by half its depth and widens their
+//    bounds on one side, while a longer route both ways widens them on
+//    both and leaves the middle (with the daemon's 300 s windows, a 200 s
 //    episode of 375 µs one way at 1 probe/s: 19–29 µs instead of the 300 s
-//    level's 0.5–1.4 µs). Once the longest window has passed such a
-//    queue, every level agrees and it is the new normal.
+//    level's 0.5–1.4 µs; 204 µs + exp(1.5 ms) one way on 60 µs + exp(78
+//    µs), where the longest level's bound is ±70 µs and more: 100–150 µs
+//    off). Once the longest window has passed such a queue, every level
+//    agrees and it is the new normal.
 //    With no candidate eligible, the nearest to the home whose levels are
 //    not young answers (a congested level's bound still holds; a young
 //    one rests on a few samples, or was cut alone by a bend it cannot

@@ -662,6 +662,45 @@ TEST(AdaptiveEstimatorTest, OneWayQueueOutlastingHalfTheWindowIsNoNewRoute) {
   }
 }
 
+// A deep one-way queue on wide delays (random seed 3's r37: 0.8 probes/s,
+// 78 µs of jitter each way, 192 s episodes of 204 µs + exp(1.5 ms)
+// forward): the longest level's bound, ±70 µs from the minimum delays and
+// growing on the queued side as its clean samples age, held the congested
+// levels (a quarter of the range off the longest level's answer); the new
+// normal, taken 150 s in, left the shorter levels answering 100-150 µs
+// off.
+TEST(AdaptiveEstimatorTest, DeepOneWayQueueInsideAWideBoundIsNoNewRoute) {
+  SimulationParams p;
+  p.clock.frequency_ppm = -35;
+  p.clock.wander_ppb_per_sqrt_s = 0.15;
+  p.forward.min_ns = p.backward.min_ns = 60'000;
+  p.forward.exp_mean_ns = p.backward.exp_mean_ns = 78'000;
+  p.interval_ns = 1'250'000'000;
+  p.duration_ns = 1300 * kS;
+  for (int64_t begin_s : {450, 1000}) {
+    CongestionEpisode e;
+    e.begin_ns = begin_s * kS;
+    e.end_ns = (begin_s + 192) * kS;
+    e.forward_extra.min_ns = 204'000;
+    e.forward_extra.exp_mean_ns = 1'475'000;
+    p.congestion.push_back(e);
+  }
+  AdaptiveConfig daemon = AdaptiveConfig();
+  daemon.base.window_ns = 300 * kS;
+  daemon.levels = 4;
+  for (uint64_t seed : {1, 2, 3}) {
+    p.seed = seed;
+    p.clock.seed = seed;
+    AdaptiveWindowEstimator adaptive{daemon};
+    TwoHullEstimator fixed(daemon.base);
+    const double rms_adaptive = RmsBetween(p, adaptive, 60 * kS, 1300 * kS);
+    const double rms_fixed = RmsBetween(p, fixed, 60 * kS, 1300 * kS);
+    std::printf("seed %d: adaptive %.0f ns, 300 s window %.0f ns\n",
+                static_cast<int>(seed), rms_adaptive, rms_fixed);
+    EXPECT_LT(rms_adaptive, 1.3 * rms_fixed) << "seed " << seed;
+  }
+}
+
 // Heavy-tailed delays (Pareto, α 1.5) at 20 probes/s for an hour, without
 // congestion: runs of high round trips by chance stay rare.
 TEST(AdaptiveEstimatorTest, HeavyTailsAreNotCongestion) {
