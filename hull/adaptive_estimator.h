@@ -65,7 +65,14 @@
 //    spread of a few checkpoints' differences lies below that now and
 //    then by chance, and on a noisy path a short window answered, far
 //    off (1 ms of jitter one way at 20 probes/s, seeds 60–69: 1.071 →
-//    1.021 × the best fixed window). The answer moves from the
+//    1.021 × the best fixed window). Where more, r is what the
+//    references' widths give (ReferenceAsymmetry::NoiseNs2, each kind
+//    from its own): the widths do not move with θ, so this holds from
+//    the fourth reference on, while ReferenceWander cannot yet tell its
+//    references' scatter from a wander (1 ms of jitter forward and 500 µs
+//    back at 5 probes/s: r 2–3 × 10⁶ ns² over the first 200 s, 2.5 × 10⁷
+//    later and from the widths; the 37.5 s level answered at 120–210 s,
+//    4–6 µs off where the 300 s window was 1–2). The answer moves from the
 //    incumbent b to the candidate a with the lowest
 //    μ + 1.5 s (2.5 s for an extrapolation), when that is negative:
 //    another candidate answers only when it is better beyond what the
@@ -364,7 +371,8 @@ class AdaptiveWindowEstimator final : public Estimator {
   static constexpr double kReferenceMinReadings = 4;
   // A paired difference's variance is at least 4 (θ_a − θ_b)² r, r the
   // reference's own noise (step 3; the short references' as
-  // ReferenceWander measures it). A long reference's minima come from
+  // ReferenceWander measures it, or their widths give). A long
+  // reference's minima come from
   // kLongReferenceFactor times the samples: for exponential delays their
   // excesses, and so r, are a quarter (at a half: random 124 → 122 of 200,
   // `--kinds` on seeds 0–39 as at a quarter).
@@ -411,7 +419,8 @@ class AdaptiveWindowEstimator final : public Estimator {
   // 0 until the references have measured it.
   double ReferenceNoiseNs2(int kind) const {
     const double r = std::max(0.0, reference_wander_.noise_ns2());
-    return kind == 0 ? r : kLongReferenceNoiseRatio * r;
+    return std::max(kind == 0 ? r : kLongReferenceNoiseRatio * r,
+                    reference_asymmetry_.NoiseNs2(kind));
   }
   // The upper end of the references' interval of σ² (ppb²/s): W*'s and
   // the linear verdict's.

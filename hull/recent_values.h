@@ -5,7 +5,8 @@
 // The adaptive estimator keeps one per reference kind (the purity test:
 // a reference much wider than the recent median is left out) and one per
 // level (eligibility: a hull range far above its recent median);
-// ReferenceAsymmetry one per reference kind (the smallest recent width).
+// ReferenceAsymmetry one per reference kind (the smallest recent width,
+// and their variance: the references' noise).
 //
 // Thread safety: none; one owner.
 
@@ -51,6 +52,18 @@ class RecentValues {
   // Both need count() > 0. The median is the upper one of an even count.
   double min() const { return sorted_[0]; }
   double median() const { return sorted_[count_ / 2]; }
+  // The variance of the values held (0 below 2), in O(N).
+  double variance() const {
+    if (count_ < 2) return 0;
+    double mean = 0;
+    for (int i = 0; i < count_; ++i) mean += sorted_[i];
+    mean /= count_;
+    double sum2 = 0;
+    for (int i = 0; i < count_; ++i) {
+      sum2 += (sorted_[i] - mean) * (sorted_[i] - mean);
+    }
+    return sum2 / (count_ - 1);
+  }
 
  private:
   std::array<double, N> ring_{};    // Arrival order; next_ is the oldest.

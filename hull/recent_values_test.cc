@@ -28,6 +28,14 @@ TEST(RecentValuesTest, MinAndMedianOfTheLastValues) {
     ASSERT_EQ(recent.count(), static_cast<int>(last.size())) << i;
     ASSERT_EQ(recent.min(), last.front()) << i;
     ASSERT_EQ(recent.median(), last[last.size() / 2]) << i;
+    if (last.size() >= 2) {
+      double mean = 0, sum2 = 0;
+      for (const double x : last) mean += x / last.size();
+      for (const double x : last) sum2 += (x - mean) * (x - mean);
+      ASSERT_NEAR(recent.variance(), sum2 / (last.size() - 1), 1e-9) << i;
+    } else {
+      ASSERT_EQ(recent.variance(), 0) << i;
+    }
   }
 }
 

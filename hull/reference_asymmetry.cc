@@ -101,22 +101,34 @@ double ReferenceAsymmetry::slope_error() const {
   return std::sqrt(kOverlapVariance * std::max(0.0, residual)) / sum_ww_;
 }
 
-double ReferenceAsymmetry::Miss(int kind, double width_ns) const {
-  const RecentValues<kWidths>& widths = widths_[static_cast<size_t>(kind)];
-  if (count_ < kMinDifferences) {  // The prior k, from the samples.
-    const RecentValues<kWidths>& early =
-        early_widths_[static_cast<size_t>(kind)];
-    return early.count() == 0 ? 0 : prior_slope() * (width_ns - early.min());
-  }
-  if (widths.count() == 0) return 0;
+double ReferenceAsymmetry::AppliedSlope() const {
+  if (count_ < kMinDifferences) return prior_slope();
   // k shrunk towards 0 by how well it stands out from its noise: all of
   // it far beyond kSignificance standard errors, none within them.
   const double k_raw = slope();
   const double noise = kSignificance * slope_error();
   if (!(std::abs(k_raw) > noise)) return 0;
   const double shrink = 1 - (noise / k_raw) * (noise / k_raw);
-  const double k = std::clamp(k_raw * shrink, -0.5, 0.5);
-  return k * (width_ns - widths.min());
+  return std::clamp(k_raw * shrink, -0.5, 0.5);
+}
+
+const RecentValues<ReferenceAsymmetry::kWidths>& ReferenceAsymmetry::Widths(
+    int kind) const {
+  return count_ < kMinDifferences ? early_widths_[static_cast<size_t>(kind)]
+                                  : widths_[static_cast<size_t>(kind)];
+}
+
+double ReferenceAsymmetry::Miss(int kind, double width_ns) const {
+  const RecentValues<kWidths>& widths = Widths(kind);
+  if (widths.count() == 0) return 0;
+  return AppliedSlope() * (width_ns - widths.min());
+}
+
+double ReferenceAsymmetry::NoiseNs2(int kind) const {
+  const RecentValues<kWidths>& widths = Widths(kind);
+  if (widths.count() < kMinNoiseWidths) return 0;
+  const double k = AppliedSlope();
+  return widths.variance() * (0.25 - k * k);
 }
 
 }  // namespace clocksync::hull

@@ -64,6 +64,15 @@
 // 10–500 times the other at 20 probes/s: 4 of 8 misses on seeds 10–19
 // before, 0 after).
 //
+// What is left after the correction is noise: e_fwd (½ − k) −
+// e_back (½ + k), of variance V (¼ − k²) at the regression's k, V =
+// v_fwd + v_back the variance of the widths (NoiseNs2). The widths do not
+// move with θ, so this reads the references' noise from the first few,
+// where their scatter cannot yet tell it from the clock's wander
+// (ReferenceWander needs minutes to split the two); the adaptive
+// estimator's paired test takes it as a floor (adaptive_estimator.h,
+// step 3).
+//
 // Thread safety: none; one owner.
 
 #ifndef CLOCKSYNC_HULL_REFERENCE_ASYMMETRY_H_
@@ -104,6 +113,8 @@ class ReferenceAsymmetry {
   // e^1.5).
   static constexpr int kSpreadSamples = 63;
   static constexpr double kPriorDeadZone = 1.0;
+  // Fewest widths before NoiseNs2 counts.
+  static constexpr int kMinNoiseWidths = 4;
 
   // `memory_ns`: older references weigh e^(−age / memory_ns).
   explicit ReferenceAsymmetry(int64_t memory_ns);
@@ -141,12 +152,26 @@ class ReferenceAsymmetry {
   // How far the middle of a reference of `kind` and `width_ns` misses θ
   // (ns; subtract it), 0 until k is significant.
   double Miss(int kind, double width_ns) const;
+  // The noise variance (ns²) left in a reference of `kind` after Miss():
+  // with excess variances v_fwd + v_back = V, the variance of the recent
+  // widths, the middle less k times the width misses θ by
+  // e_fwd (½ − k) − e_back (½ + k), whose variance is V (¼ − k²) at the
+  // regression's k. Unlike the references' scatter, the widths do not
+  // move with θ, so this holds from the first few references on (0 before
+  // kMinNoiseWidths).
+  double NoiseNs2(int kind) const;
   // k, its standard error, and the differences it rests on.
   double slope() const;
   double slope_error() const;
   int count() const { return count_; }
 
  private:
+  // k as Miss() applies it: the prior until kMinDifferences, then the
+  // regression's, shrunk.
+  double AppliedSlope() const;
+  // The widths Miss() measures from (the early ones until kMinDifferences).
+  const RecentValues<kWidths>& Widths(int kind) const;
+
   int64_t memory_ns_;
   std::array<RecentValues<kWidths>, 2> widths_;
   // The prior k's: the widths since the start (the regression's are

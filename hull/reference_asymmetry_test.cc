@@ -26,6 +26,11 @@ struct Misses {
   double slope = 0;
   int corrected = 0;  // References Miss() moved.
   int n = 0;
+  // NoiseNs2(0) before each counted reference; the same, and the
+  // corrected misses' mean and mean square, over the first `early`
+  // references from the 5th on.
+  double predicted_ns2 = 0, early_predicted_ns2 = 0;
+  double early_corrected_mean = 0, early_corrected_ns2 = 0;
 };
 
 // References every 9.375 s (the default checkpoints) of a clock at 25 ppm
@@ -33,7 +38,8 @@ struct Misses {
 // minimum of many delays is); the answer's slope is off by a few ppb.
 // Misses are counted after the first `warmup` references.
 Misses Simulate(const Network& net, uint64_t seed, int references = 200,
-           int warmup = 40, double step_ns_at_half = 0) {
+           int warmup = 40, double step_ns_at_half = 0, int early = 12,
+           int learn_from = 0) {
   ReferenceAsymmetry asymmetry(600 * kS);
   std::mt19937_64 rng(seed);
   std::normal_distribution<double> normal(0, 1);
@@ -55,11 +61,20 @@ Misses Simulate(const Network& net, uint64_t seed, int references = 200,
     const double lower =
         theta_ns - floor_ns - net.backward_excess_ns * unit(rng);
     const double middle = (upper + lower) / 2;
-    const double width = upper - lower;
     const int64_t x = static_cast<int64_t>(i * every_s * 1e9);
-    asymmetry.AddWidth(0, width);
-    const double miss = asymmetry.Miss(0, width);
+    const double predicted_ns2 = asymmetry.NoiseNs2(0);
+    // The answer's slope is off by a few ppb.
+    const double slope = (frequency_ppb + 3 * normal(rng)) * 1e-9;
+    const double miss =
+        middle - asymmetry.Reference(0, x, upper, lower, slope, i >= learn_from);
+    if (i >= 4 && i < 4 + early) {
+      const double corrected = middle - theta_ns - miss;
+      m.early_predicted_ns2 += predicted_ns2 / early;
+      m.early_corrected_mean += corrected / early;
+      m.early_corrected_ns2 += corrected * corrected / early;
+    }
     if (i >= warmup) {
+      m.predicted_ns2 += predicted_ns2;
       const double raw = middle - theta_ns;
       const double corrected = raw - miss;
       m.raw_mean += raw;
@@ -69,11 +84,10 @@ Misses Simulate(const Network& net, uint64_t seed, int references = 200,
       m.corrected += miss != 0;
       ++m.n;
     }
-    const double slope = (frequency_ppb + 3 * normal(rng)) * 1e-9;
-    asymmetry.AddShort(x, middle, width, slope);
   }
   m.raw_mean /= m.n;
   m.corrected_mean /= m.n;
+  m.predicted_ns2 /= m.n;
   m.raw_rms = std::sqrt(m.raw_rms / m.n);
   m.corrected_rms = std::sqrt(m.corrected_rms / m.n);
   m.slope = asymmetry.slope();
@@ -192,6 +206,54 @@ ReferenceAsymmetry WithSamples(double forward_mean_ns, double backward_mean_ns,
                         slope + 1e-8, congested);
   }
   return asymmetry;
+}
+
+// The noise left in the corrected references, from their widths, against
+// the corrected misses' variance: after the warm-up, and over the first 12
+// references (where the references' scatter cannot yet tell the clock's
+// wander from their noise; as in the estimator, k is learnt from the 9th
+// on), pooled over seeds.
+TEST(ReferenceAsymmetryTest, NoiseFromTheWidths) {
+  struct Case {
+    const char* what;
+    Network net;
+  };
+  for (const Case& c : {Case{"one way", {2'667, 27}},
+                        Case{"2:1", {10'600, 5'300}},
+                        Case{"equal", {1'000, 1'000}}}) {
+    double predicted = 0, corrected = 0, early_predicted = 0, early = 0;
+    constexpr int kSeeds = 20;
+    for (int seed = 0; seed < kSeeds; ++seed) {
+      const Misses m = Simulate(c.net, 300 + seed, 200, 40, 0, 12, 8);
+      predicted += m.predicted_ns2 / kSeeds;
+      corrected += (m.corrected_rms * m.corrected_rms -
+                    m.corrected_mean * m.corrected_mean) / kSeeds;
+      early_predicted += m.early_predicted_ns2 / kSeeds;
+      early += (m.early_corrected_ns2 -
+                m.early_corrected_mean * m.early_corrected_mean) / kSeeds;
+    }
+    std::printf("%s: noise predicted %.3g ns^2, corrected misses' variance "
+                "%.3g; first references %.3g against %.3g\n",
+                c.what, predicted, corrected, early_predicted, early);
+    EXPECT_LT(predicted, 1.5 * corrected) << c.what;
+    EXPECT_GT(predicted, 0.5 * corrected) << c.what;
+    EXPECT_LT(early_predicted, 1.5 * early) << c.what;
+    EXPECT_GT(early_predicted, 0.5 * early) << c.what;
+  }
+}
+
+TEST(ReferenceAsymmetryTest, NoNoiseFromTooFewWidths) {
+  ReferenceAsymmetry asymmetry(600 * kS);
+  const auto add = [&](double width) {  // Not learnt from yet: before 4 D.
+    asymmetry.Reference(0, 0, width / 2, -width / 2, 0, false);
+  };
+  for (int i = 0; i < ReferenceAsymmetry::kMinNoiseWidths - 1; ++i) {
+    add(80'000 + 5'000 * i);
+    EXPECT_EQ(asymmetry.NoiseNs2(0), 0) << i;
+  }
+  add(70'000);
+  EXPECT_GT(asymmetry.NoiseNs2(0), 0);
+  EXPECT_EQ(asymmetry.NoiseNs2(1), 0);  // The long references' own widths.
 }
 
 // Until the regression has its differences, k comes from the samples: with
