@@ -17,6 +17,7 @@ double ReferenceAsymmetry::Reference(int kind, int64_t x_ns, double upper_ns,
   if (learn) AddWidth(kind, width);
   if (count_ < kMinDifferences) {
     early_widths_[static_cast<size_t>(kind)].Add(width);
+    noise_valid_ = {};
   }
   const double reference = middle - Miss(kind, width);
   if (learn && kind == 0) AddShort(x_ns, middle, width, slope);
@@ -25,6 +26,7 @@ double ReferenceAsymmetry::Reference(int kind, int64_t x_ns, double upper_ns,
 
 void ReferenceAsymmetry::AddWidth(int kind, double width_ns) {
   widths_[static_cast<size_t>(kind)].Add(width_ns);
+  noise_valid_ = {};
 }
 
 void ReferenceAsymmetry::AddShort(int64_t x_ns, double middle_ns,
@@ -43,6 +45,7 @@ void ReferenceAsymmetry::AddShort(int64_t x_ns, double middle_ns,
     sum_wwwm_ = sum_wwwm_ * decay + ww * dw * dm;
     sum_wwww_ = sum_wwww_ * decay + ww * ww;
     ++count_;
+    noise_valid_ = {};  // k moved
   }
   have_last_ = true;
   last_x_ = x_ns;
@@ -66,6 +69,7 @@ void ReferenceAsymmetry::AddSample(int64_t request_x, double request_offset,
     const double db = (response_offset - last_response_) -
                       slope * static_cast<double>(response_x - last_response_x_);
     forward_.Add(std::abs(df));
+    noise_valid_ = {};  // the prior k moved
     backward_.Add(std::abs(db));
   }
   have_sample_ = true;
@@ -125,10 +129,16 @@ double ReferenceAsymmetry::Miss(int kind, double width_ns) const {
 }
 
 double ReferenceAsymmetry::NoiseNs2(int kind) const {
-  const RecentValues<kWidths>& widths = Widths(kind);
-  if (widths.count() < kMinNoiseWidths) return 0;
-  const double k = AppliedSlope();
-  return widths.variance() * (0.25 - k * k);
+  const size_t i = static_cast<size_t>(kind);
+  if (!noise_valid_[i]) {  // the paired tests ask for it per pair
+    const RecentValues<kWidths>& widths = Widths(kind);
+    const double k = AppliedSlope();
+    noise_ns2_[i] = widths.count() < kMinNoiseWidths
+                        ? 0
+                        : widths.variance() * (0.25 - k * k);
+    noise_valid_[i] = true;
+  }
+  return noise_ns2_[i];
 }
 
 }  // namespace clocksync::hull

@@ -197,6 +197,9 @@ class ReferenceAsymmetry {
   int64_t last_x_ = 0;
   double last_middle_ = 0;
   double last_width_ = 0;
+  // NoiseNs2 by kind, until a width, k or the prior k moves.
+  mutable std::array<double, 2> noise_ns2_{};
+  mutable std::array<bool, 2> noise_valid_{};
 };
 
 }  // namespace clocksync::hull
