@@ -1087,17 +1087,6 @@ TEST(AdaptiveEstimatorTest, ExtrapolationFollowsASteepSwing) {
   EXPECT_LT(ratio, 0.98);
 }
 
-// 40 µs + exp(1 ms) forward against 40 µs + exp(2 µs) back at 20 probes/s
-// for 20 minutes, wandering at the allowance (`--kinds`'
-// asym-20hz/fwd=exp(1000us)/back=exp(2us), its seeds 60–69): a short
-// reference's middle scatters by microseconds, far more than the levels'
-// errors, and a paired difference against it varies by 4 (θ_a − θ_b)²
-// times its variance. Where the spread of a few checkpoints' differences
-// fell below that by chance, a short window answered, far off (seed 68:
-// the 37.5 s level over 180–240 s, 2,286 ns RMS there against 365 for
-// the 150 s window; 858 against 670 ns over the run, 1.071 × the best
-// fixed window over the ten). With the references' own noise as the
-// variance's floor: 714 ns there, 698 over the run, 1.021 ×.
 // The library default's RMS error over `kind` on seeds [first, first +
 // count) against a fixed window of `window_s`, pooled; each seed's pair of
 // errors printed and its bound checked.
@@ -1137,6 +1126,18 @@ KindRatio RatioToFixedWindow(const char* kind_name, int first, int count,
   return r;
 }
 
+// 40 µs + exp(1 ms) forward against 40 µs + exp(2 µs) back at 20 probes/s
+// for 20 minutes, wandering at the allowance (`--kinds`'
+// asym-20hz/fwd=exp(1000us)/back=exp(2us), its seeds 60–69): a short
+// reference's middle scatters by microseconds, far more than the levels'
+// errors, and a paired difference against it varies by 4 (θ_a − θ_b)²
+// times its variance. Where the spread of a few checkpoints' differences
+// fell below that by chance, a short window answered, far off (seed 68:
+// the 37.5 s level over 180–240 s, 2,286 ns RMS there against 365 for
+// the 150 s window; 858 against 670 ns over the run, 1.071 × the best
+// fixed window over the ten). With the references' own noise as the
+// variance's floor: 714 ns there, 698 over the run, 1.021 × (1.015 × with
+// the floor from the references' widths too).
 TEST(AdaptiveEstimatorTest, NoisyReferencesDoNotMoveTheAnswerByChance) {
   EXPECT_LT(RatioToFixedWindow("asym-20hz/fwd=exp(1000us)/back=exp(2us)", 60,
                                10, 150)

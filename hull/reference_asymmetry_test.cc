@@ -36,7 +36,8 @@ struct Misses {
 // References every 9.375 s (the default checkpoints) of a clock at 25 ppm
 // with a little wander, whose minima's excesses are exponential (as the
 // minimum of many delays is); the answer's slope is off by a few ppb.
-// Misses are counted after the first `warmup` references.
+// Misses are counted after the first `warmup` references; those before
+// `learn_from` are not learnt from (the estimator's first 4 D).
 Misses Simulate(const Network& net, uint64_t seed, int references = 200,
            int warmup = 40, double step_ns_at_half = 0, int early = 12,
            int learn_from = 0) {
@@ -65,8 +66,9 @@ Misses Simulate(const Network& net, uint64_t seed, int references = 200,
     const double predicted_ns2 = asymmetry.NoiseNs2(0);
     // The answer's slope is off by a few ppb.
     const double slope = (frequency_ppb + 3 * normal(rng)) * 1e-9;
+    const bool learn = i >= learn_from;
     const double miss =
-        middle - asymmetry.Reference(0, x, upper, lower, slope, i >= learn_from);
+        middle - asymmetry.Reference(0, x, upper, lower, slope, learn);
     if (i >= 4 && i < 4 + early) {
       const double corrected = middle - theta_ns - miss;
       m.early_predicted_ns2 += predicted_ns2 / early;
