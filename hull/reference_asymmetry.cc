@@ -69,8 +69,8 @@ void ReferenceAsymmetry::AddSample(int64_t request_x, double request_offset,
     const double db = (response_offset - last_response_) -
                       slope * static_cast<double>(response_x - last_response_x_);
     forward_.Add(std::abs(df));
-    noise_valid_ = {};  // the prior k moved
     backward_.Add(std::abs(db));
+    noise_valid_ = {};  // the prior k moved
   }
   have_sample_ = true;
   last_request_x_ = request_x;
