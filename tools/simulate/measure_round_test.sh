@@ -62,6 +62,8 @@ grep -q '102-large-offset-linear .* 1.329/1.203 -> 1.030/0.964  MISSED -> holds'
   fail "compare does not list 102: $(cat "$tmp/cmp.txt")"
 grep -q '101-chrony-default' "$tmp/cmp.txt" && fail "compare lists a row that did not move"
 grep -q '^totals:  kinds 4 -> 8 of 8$' "$tmp/cmp.txt" || fail "totals: $(cat "$tmp/cmp.txt")"
+"$compare" --column=daemon "$tmp/base" "$tmp/new" >"$tmp/cmp.txt"
+grep -q '^totals:  kinds 4 -> 4 of 8$' "$tmp/cmp.txt" || fail "daemon totals: $(cat "$tmp/cmp.txt")"
 if "$compare" "$tmp/base" "$tmp/nosuch" 2>"$tmp/err.txt"; then fail "compare of a missing directory succeeded"; fi
 grep -q "not a directory: $tmp/nosuch" "$tmp/err.txt" || fail "compare: $(cat "$tmp/err.txt")"
 echo PASS
