@@ -303,6 +303,7 @@ absl::StatusOr<DaemonConfig> ValidateConfig(const ConfigProto& c,
   d.metrics_listen = c.metrics_listen();
   d.shm_path = c.shm_path();
   d.status_file = c.status_file();
+  d.wander_state_file = c.wander_state_file();
   d.probe_interval_ns = ns["probe_interval"];
   d.estimator.base.window_ns = ns["window"];
   d.estimator.levels = c.window_levels();

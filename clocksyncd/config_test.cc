@@ -44,7 +44,7 @@ std::string WriteFile(const std::string& name, const std::string& text) {
 }
 
 TEST(ConfigSchemaTest, EveryKeyIsDocumentedAndEveryRangeParses) {
-  ASSERT_EQ(ConfigKeys().size(), 38u);
+  ASSERT_EQ(ConfigKeys().size(), 39u);
   for (const ConfigKey* key : ConfigKeys()) {
     EXPECT_FALSE(key->options().GetExtension(config::doc).empty()) << key->name();
     const absl::StatusOr<std::optional<ValueRange>> range = RangeOf(key);

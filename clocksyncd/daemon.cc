@@ -259,6 +259,12 @@ absl::Status Daemon::Start() {
         config_.status_file, "node_id=" + config_.node_id + " state=starting\n");
     if (!writable.ok()) return failed("status_file", config_.status_file, writable);
   }
+  if (!config_.wander_state_file.empty()) {
+    const absl::Status loaded = LoadWanderState();
+    if (!loaded.ok()) {
+      return failed("wander_state_file", config_.wander_state_file, loaded);
+    }
+  }
   if (!config_.metrics_listen.empty()) {
     const absl::Status served = StartMetricsServer();
     if (!served.ok()) return failed("metrics_listen", config_.metrics_listen, served);

@@ -106,6 +106,9 @@ struct DaemonConfig {
   // window, window_levels, wander_ppb_per_sqrt_s, max_round_trip; the
   // estimator's other parameters keep hull's defaults.
   hull::AdaptiveConfig estimator;
+  // What the clock has shown of its wander, across restarts
+  // (clocksyncd/wander_state.h); empty: none.
+  std::string wander_state_file;
   SlewConfig slew;                       // max_slew_ppm, slew_time, step_threshold.
   // No answered probe for this long: holdover.
   int64_t holdover_after_ns = 0;
@@ -174,6 +177,11 @@ class Daemon {
 
   // The UDP port probes are answered on (after Start()).
   int probe_port() const;
+  // The wander prior the estimator started from (wander_state_file),
+  // ppb/√s; 0 = none.
+  double wander_prior_ppb() const {
+    return config_.estimator.wander_prior_ppb_per_sqrt_s;
+  }
   const DaemonStats& stats() const { return stats_; }
 
  private:
@@ -281,6 +289,13 @@ class Daemon {
   static absl::Status WriteStatusFile(const std::string& path,
                                       const std::string& text);
   uint64_t status_file_failures_ = 0;
+  // wander_state_file (wander_state.h): read at start, written every
+  // kWanderSaveIntervalNs and when the loop ends.
+  absl::Status LoadWanderState();
+  void MaybeSaveWanderState(int64_t raw_ns);
+  void SaveWanderState();
+  int64_t next_wander_save_raw_ns_ = 0;
+  uint64_t wander_save_failures_ = 0;
   std::string hardware_summary_;  // With timestamping=hardware only.
   // sample_log (null: none) and, with truth_shm, the master's time.
   FILE* sample_log_ = nullptr;

@@ -67,6 +67,7 @@ void Daemon::Run() {
       reload_done_.notify_all();
     }
   }
+  SaveWanderState();
   Shutdown();
 }
 
@@ -221,6 +222,7 @@ void Daemon::NodePass(std::mt19937_64& rng, int64_t& next_probe) {
   PublishNode(raw, /*as_master=*/false);
   MaybeUpdateTsc(raw);
   WriteStatus(raw);
+  MaybeSaveWanderState(raw);
   FinishPass(raw);
 }
 

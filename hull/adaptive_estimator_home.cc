@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace clocksync::hull {
 namespace {
@@ -43,7 +44,41 @@ constexpr double kMinHomeWander = 1e-6;
 // holds, found by this many fixed-point steps at most (one per interval).
 constexpr int kCleanWindowSteps = 8;
 
+// A 95 % upper bound of σ² from the references' estimate and its
+// standard error. Their error grows with σ² (on 102's network wandering at
+// 1 ppb/√s, 600 s runs read 0.19 ± 0.14 to 2.0 ± 0.8): a normal bound
+// (σ² + 2 errors) sat below the truth on 5 seeds of 10. Read as a
+// chi-squared estimate with 2 (σ² / error)² degrees of freedom, at least
+// kMinDof (Wilson–Hilferty, as DriftWander::UpperBound), it sat below on
+// none; the normal bound stands where it is higher (σ² near 0, where the
+// references' own noise, taken out, makes the error: a linear clock).
+constexpr double kMinDof = 4;
+double ReferenceWanderUpperBound2(double wander2, double error) {
+  constexpr double kZ = 1.645;
+  const double normal = std::max(0.0, wander2 + 2 * error);
+  if (wander2 <= 0 || error <= 0) return normal;
+  const double dof =
+      std::max(kMinDof, 2 * (wander2 / error) * (wander2 / error));
+  const double c = 2 / (9 * dof);
+  const double q = std::pow(1 - c - kZ * std::sqrt(c), 3);
+  if (q <= 0) return std::numeric_limits<double>::infinity();
+  return std::max(normal, wander2 / q);
+}
+
 }  // namespace
+
+double AdaptiveWindowEstimator::LearntWanderPpb() const {
+  double learnt = std::numeric_limits<double>::infinity();
+  if (reference_wander_.effective_count() >= kReferenceMinReadings &&
+      !ReferencesTooNoisy()) {
+    learnt = std::sqrt(ReferenceWanderUpperBound2(
+        reference_wander_.wander2(), reference_wander_.wander2_error()));
+  } else {
+    for (const DriftWander& w : wander_) learnt = std::min(learnt, w.UpperBound());
+  }
+  // 0 means "nothing learnt": a bound of 0 is kMinHomeWander.
+  return std::isfinite(learnt) ? std::max(learnt, kMinHomeWander) : 0;
+}
 
 bool AdaptiveWindowEstimator::WanderNegligible(int64_t x) const {
   const double limit =
@@ -93,8 +128,14 @@ int AdaptiveWindowEstimator::HomeCandidate(int64_t x) {
       direction_spread_.SpreadFloor(round_trips_.CongestionHeld(x));
   if (from_directions > 0) spread = std::min(spread, from_directions);
   // The allowance is an upper bound of the wander; the drifts may bound
-  // it tighter.
-  home_wander_ppb_ = config_.base.wander_ppb_per_sqrt_s;
+  // it tighter, and so may what an earlier run learnt (the prior), until
+  // the references count.
+  const double allowance = config_.base.wander_ppb_per_sqrt_s;
+  const double prior = config_.wander_prior_ppb_per_sqrt_s > 0
+                           ? std::min(allowance,
+                                      config_.wander_prior_ppb_per_sqrt_s)
+                           : allowance;
+  home_wander_ppb_ = allowance;
   for (const DriftWander& w : wander_) {
     home_wander_ppb_ = std::min(home_wander_ppb_, w.UpperBound());
   }
@@ -102,10 +143,10 @@ int AdaptiveWindowEstimator::HomeCandidate(int64_t x) {
   // (reference_wander.h): the allowance stands until it falls outside
   // their interval, then the interval's nearer end does, above the
   // allowance too (a clock wandering faster than it: a shorter home).
+  // The prior stands likewise, inside their interval.
   const double readings = reference_wander_.effective_count();
   const double upper = std::sqrt(std::max(0.0, ReferenceWanderUpper2()));
   const double lower = ReferenceWanderLower();
-  const double allowance = config_.base.wander_ppb_per_sqrt_s;
   if (readings >= kReferenceMinReadings ||
       (readings >= kReferenceEarlyReadings && lower > allowance &&
        lower < kReferenceEarlyMaxRatio * allowance)) {
@@ -115,7 +156,9 @@ int AdaptiveWindowEstimator::HomeCandidate(int64_t x) {
     home_wander_ppb_ = lower > allowance
                            ? lower
                            : std::min(home_wander_ppb_,
-                                      std::clamp(allowance, lower, upper));
+                                      std::clamp(prior, lower, upper));
+  } else {
+    home_wander_ppb_ = std::min(home_wander_ppb_, prior);
   }
   // A steep swing shows in the first longest window's samples sooner
   // than the references' interval clears the allowance: the lesser of the

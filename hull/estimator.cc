@@ -71,6 +71,10 @@ std::string ValidateAdaptiveConfig(const AdaptiveConfig& c) {
   if (c.score_time_constant_ns <= 0) {
     return "score_time_constant_ns: must be positive";
   }
+  if (!(c.wander_prior_ppb_per_sqrt_s >= 0) ||
+      !std::isfinite(c.wander_prior_ppb_per_sqrt_s)) {
+    return "wander_prior_ppb_per_sqrt_s: must be a finite number >= 0";
+  }
   return "";
 }
 

@@ -134,6 +134,13 @@ struct AdaptiveConfig {
   int levels = 5;
   // Memory of the window scores (adaptive_estimator.h).
   int64_t score_time_constant_ns = 600'000'000'000;
+  // What an earlier run learnt of this clock's wander (ppb/√s,
+  // Estimator::LearntWanderPpb; 0 = nothing): the home window starts from
+  // it where it is below base.wander_ppb_per_sqrt_s, as it would once the
+  // drifts and the references had bounded the wander that low. The
+  // references overrule it once they count, the bound keeps the allowance
+  // (adaptive_estimator.h, step 5).
+  double wander_prior_ppb_per_sqrt_s = 0;
 };
 
 // Returns an empty string when valid, else "key: reason".
@@ -166,6 +173,12 @@ class Estimator {
   virtual int64_t window_span_ns() const = 0;
   virtual size_t lower_hull_vertices() const = 0;
   virtual size_t upper_hull_vertices() const = 0;
+
+  // An upper bound (about 95 %) of the clock's frequency wander, ppb/√s,
+  // from what the samples have shown so far, for a later start's
+  // AdaptiveConfig::wander_prior_ppb_per_sqrt_s; 0 while nothing bounds it
+  // (and for a fixed window, which does not measure it).
+  virtual double LearntWanderPpb() const { return 0; }
 };
 
 // The estimator for `config` (valid, see ValidateAdaptiveConfig): an

@@ -166,7 +166,8 @@ bool TableRow::MeetsTarget(int column, double tolerance) const {
 
 std::vector<TableRow> AccuracyTable(const std::vector<Scenario>& scenarios,
                                     const std::vector<TableColumn>& columns,
-                                    int seeds, double scale) {
+                                    int seeds, double scale,
+                                    double restart_after) {
   std::vector<TableRow> rows;
   for (const Scenario& base : scenarios) {
     TableRow row;
@@ -175,7 +176,16 @@ std::vector<TableRow> AccuracyTable(const std::vector<Scenario>& scenarios,
     for (int seed = 0; seed < seeds; ++seed) {
       const Scenario s = SeededScenario(ScaledScenario(base, scale), seed);
       for (size_t c = 0; c < columns.size(); ++c) {
-        const std::unique_ptr<Estimator> est = MakeEstimator(columns[c].config);
+        AdaptiveConfig config = columns[c].config;
+        if (restart_after > 0 && config.levels > 1) {
+          const Scenario previous =
+              SeededScenario(ScaledScenario(base, scale * restart_after),
+                             kRestartSeedOffset + seed);
+          const std::unique_ptr<Estimator> before = MakeEstimator(config);
+          MeasureAccuracy(previous, *before);
+          config.wander_prior_ppb_per_sqrt_s = before->LearntWanderPpb();
+        }
+        const std::unique_ptr<Estimator> est = MakeEstimator(config);
         row.results[c].Pool(MeasureAccuracy(s, *est));
       }
     }

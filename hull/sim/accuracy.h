@@ -96,10 +96,17 @@ struct TableRow {
 };
 
 // Runs every column on every scenario over seeds 0 .. seeds-1, each
-// scenario scaled by `scale`.
+// scenario scaled by `scale`. With restart_after > 0, each adaptive column
+// (levels > 1) is a restart: it first runs the same scenario, scaled by
+// scale × restart_after, on seed kRestartSeedOffset + seed (the same
+// clock's kind, another realization: a previous run), and starts the
+// measured run with the wander that run learnt as its prior
+// (Estimator::LearntWanderPpb, AdaptiveConfig::wander_prior_ppb_per_sqrt_s).
+inline constexpr int kRestartSeedOffset = 100'000;
 std::vector<TableRow> AccuracyTable(const std::vector<Scenario>& scenarios,
                                     const std::vector<TableColumn>& columns,
-                                    int seeds, double scale);
+                                    int seeds, double scale,
+                                    double restart_after = 0);
 
 // The table as Markdown (RMS ns per column, the ratios, violations).
 std::string FormatAccuracyTable(const std::vector<TableColumn>& columns,

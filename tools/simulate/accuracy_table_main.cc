@@ -8,6 +8,7 @@
 // missed. The scenario test runs its short form.
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -16,6 +17,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "hull/sim/accuracy.h"
 #include "hull/sim/scenarios.h"
@@ -39,13 +41,18 @@ ABSL_FLAG(int, random, 0,
           "This many random scenarios (hull/sim/scenarios.h: RandomScenarios) "
           "instead of the standard ones.");
 ABSL_FLAG(uint64_t, random_seed, 1, "The random scenarios' seed.");
+ABSL_FLAG(double, restart_after, 0,
+          "0: every run starts afresh. X > 0: the adaptive columns restart: "
+          "each first runs the same scenario for X times its duration on "
+          "another seed (a previous run of the same kind of clock) and "
+          "starts from the wander it learnt (the daemon's wander_state_file).");
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "Prints the scenario x window x adaptive accuracy table.\n"
       "  accuracy_table [--seeds=10] [--first_seed=0] [--scale=1] "
       "[--variants | --kinds | --random=N [--random_seed=S]] "
-      "[--scenarios=NAME,...]");
+      "[--scenarios=NAME,...] [--restart_after=X]");
   absl::ParseCommandLine(argc, argv);
   using namespace clocksync::hull;
   const int random = absl::GetFlag(FLAGS_random);
@@ -90,17 +97,29 @@ int main(int argc, char** argv) {
               << seeds << ", " << first_seed << ", " << scale << ")\n";
     return 2;
   }
+  const double restart_after = absl::GetFlag(FLAGS_restart_after);
+  if (!(restart_after >= 0) || !std::isfinite(restart_after)) {
+    std::cerr << "accuracy_table: --restart_after must be >= 0 (got "
+              << restart_after << ")\n";
+    return 2;
+  }
   // Seed i of a scenario drawn from seed first_seed is seed first_seed + i.
   for (Scenario& s : chosen) s = SeededScenario(s, first_seed);
   const std::vector<TableColumn> columns = StandardColumns();
   const auto start = std::chrono::steady_clock::now();
-  const std::vector<TableRow> rows = AccuracyTable(chosen, columns, seeds, scale);
+  const std::vector<TableRow> rows =
+      AccuracyTable(chosen, columns, seeds, scale, restart_after);
   const double seconds = std::chrono::duration<double>(
                              std::chrono::steady_clock::now() - start)
                              .count();
+  const std::string restarted =
+      restart_after > 0
+          ? absl::StrFormat(", adaptive columns restarted after a run of x %g",
+                            restart_after)
+          : "";
   std::printf("RMS error ns after the first minute, pooled over %d seed(s) "
-              "from %d, durations x %g (%.1f s)\n\n%s",
-              seeds, first_seed, scale, seconds,
+              "from %d, durations x %g%s (%.1f s)\n\n%s",
+              seeds, first_seed, scale, restarted.c_str(), seconds,
               FormatAccuracyTable(columns, rows).c_str());
   // Bound misses of every column (the fixed windows' too).
   std::printf("\nbound misses (samples + holdover checks) by column:\n");
