@@ -158,12 +158,17 @@
 //    confidence bound of the wander the drifts show (a level's drift
 //    sampled a window W apart, T: (Δβ)² / (T − W/3) estimates σ², plus
 //    the drifts' own noise; the smallest bound of any level with at
-//    least 2 differences). The references measure σ with their own noise
+//    least 2 differences), or, when smaller still, the prior: what an
+//    earlier run of this clock learnt (AdaptiveConfig::
+//    wander_prior_ppb_per_sqrt_s, LearntWanderPpb: the references' 95 %
+//    upper bound of σ², read as a chi-squared estimate; the daemon's
+//    wander_state_file), which stands in for the allowance below until
+//    the references overrule it. The references measure σ with their own noise
 //    taken out (ReferenceWander, reference_wander.h: how far the middle
 //    of three references misses the chord of the outer two, at spacings
 //    of D to 16 D, from the first reference on; those a congestion
 //    episode touched are left out): once they count 4 independent
-//    readings, the allowance stands only inside their interval, σ² less
+//    readings, the allowance (or the prior) stands only inside their interval, σ² less
 //    1 standard error to σ² plus 0.75; outside it the nearer end does,
 //    below the allowance (and
 //    below the drifts' bound) or above it (a clock wandering faster than
