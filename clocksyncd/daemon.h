@@ -293,7 +293,7 @@ class Daemon {
   // kWanderSaveIntervalNs and when the loop ends.
   absl::Status LoadWanderState();
   void MaybeSaveWanderState(int64_t raw_ns);
-  void SaveWanderState();
+  void SaveWanderState(bool at_stop);
   int64_t next_wander_save_raw_ns_ = 0;
   uint64_t wander_save_failures_ = 0;
   std::string hardware_summary_;  // With timestamping=hardware only.

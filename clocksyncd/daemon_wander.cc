@@ -81,10 +81,10 @@ void Daemon::MaybeSaveWanderState(int64_t raw_ns) {
     return;
   }
   next_wander_save_raw_ns_ = raw_ns + kWanderSaveIntervalNs;
-  SaveWanderState();
+  SaveWanderState(/*at_stop=*/false);
 }
 
-void Daemon::SaveWanderState() {
+void Daemon::SaveWanderState(bool at_stop) {
   if (config_.wander_state_file.empty() || !estimator_) return;
   // Only what this run has shown (nothing yet: the file stays as it is).
   const double learnt = estimator_->LearntWanderPpb();
@@ -100,8 +100,10 @@ void Daemon::SaveWanderState() {
     }
     return;
   }
-  spdlog::debug("{}: wander state {:.3g} ppb/√s saved in {}", config_.node_id,
-                learnt, config_.wander_state_file);
+  // Every 10 minutes quietly; the last one, at a stop, is said.
+  spdlog::log(at_stop ? spdlog::level::info : spdlog::level::debug,
+              "{}: wander state {:.3g} ppb/√s saved in {}", config_.node_id,
+              learnt, config_.wander_state_file);
 }
 
 }  // namespace clocksync

@@ -67,7 +67,7 @@ void Daemon::Run() {
       reload_done_.notify_all();
     }
   }
-  SaveWanderState();
+  SaveWanderState(/*at_stop=*/true);
   Shutdown();
 }
 
