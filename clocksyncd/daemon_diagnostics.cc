@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "clocksyncd/atomic_file.h"
 #include "clocksyncd/daemon.h"
 #include "metrics/exposition.h"
 #include "probe/address.h"
@@ -99,21 +100,7 @@ void Daemon::LogDroppedProbes() {
 absl::Status Daemon::WriteStatusFile(const std::string& path,
                                      const std::string& text) {
   // Written aside and renamed: a reader never sees half a file.
-  const std::string tmp = path + ".tmp";
-  FILE* f = std::fopen(tmp.c_str(), "w");
-  if (f == nullptr) return absl::ErrnoToStatus(errno, absl::StrCat("cannot create ", tmp));
-  const bool complete = std::fputs(text.c_str(), f) >= 0;
-  if (std::fclose(f) != 0 || !complete) {
-    const int error = errno;
-    std::remove(tmp.c_str());
-    return absl::ErrnoToStatus(error, absl::StrCat("cannot write ", tmp));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int error = errno;
-    std::remove(tmp.c_str());
-    return absl::ErrnoToStatus(error, "cannot rename the .tmp file over it");
-  }
-  return absl::OkStatus();
+  return WriteFileAtomically(path, text);
 }
 
 void Daemon::MaybeUpdateTsc(int64_t raw_ns) {

@@ -4,7 +4,6 @@
 
 #include <cerrno>
 #include <cmath>
-#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <vector>
@@ -14,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "clocksyncd/atomic_file.h"
 
 namespace clocksync {
 namespace {
@@ -98,25 +98,7 @@ absl::StatusOr<WanderState> ReadWanderState(const std::string& path) {
 
 absl::Status WriteWanderState(const std::string& path,
                               const WanderState& state) {
-  const std::string tmp = path + ".tmp";
-  FILE* f = std::fopen(tmp.c_str(), "w");
-  if (f == nullptr) {
-    return absl::ErrnoToStatus(errno, absl::StrCat("cannot create ", tmp));
-  }
-  const std::string text = FormatWanderState(state);
-  const bool complete = std::fputs(text.c_str(), f) >= 0;
-  if (std::fclose(f) != 0 || !complete) {
-    const int error = errno;
-    std::remove(tmp.c_str());
-    return absl::ErrnoToStatus(error, absl::StrCat("cannot write ", tmp));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int error = errno;
-    std::remove(tmp.c_str());
-    return absl::ErrnoToStatus(
-        error, absl::StrCat("cannot rename ", tmp, " over ", path));
-  }
-  return absl::OkStatus();
+  return WriteFileAtomically(path, FormatWanderState(state));
 }
 
 }  // namespace clocksync
