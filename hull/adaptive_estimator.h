@@ -329,13 +329,14 @@ class AdaptiveWindowEstimator final : public Estimator {
   size_t upper_hull_vertices() const override {
     return selected().upper_hull_vertices();
   }
-  // The smaller of the drifts' 95 % upper bound of the wander (any level
-  // with 2 differences or more) and the references' σ² plus 2 standard
-  // errors (once they count, and can resolve a wander), in ppb/√s; 0
-  // before either. What a later start takes as its wander prior
-  // (AdaptiveConfig::wander_prior_ppb_per_sqrt_s): an upper bound, so that
-  // a prior never starts a wandering clock's home longer than its wander
-  // calls for, on the seeds measured (docs/ACCURACY.md, "After a restart").
+  // A 95 % upper bound of the wander, ppb/√s: once the references count
+  // (and can resolve a wander), their σ² read as a chi-squared estimate
+  // (adaptive_estimator_home.cc); before, the smallest of the drifts' 95 %
+  // bounds (any level with 2 differences or more); 0 before either. What a
+  // later start takes as its wander prior (AdaptiveConfig::
+  // wander_prior_ppb_per_sqrt_s): an upper bound, so that a prior does not
+  // start a wandering clock's home longer than its wander calls for
+  // (docs/ACCURACY.md, "After a restart").
   double LearntWanderPpb() const override;
   int levels() const { return static_cast<int>(levels_.size()); }
   // Level k's score against the longest window: the weighted mean of the

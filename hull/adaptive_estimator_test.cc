@@ -1168,12 +1168,6 @@ TEST(AdaptiveEstimatorTest, EarlyReferencesNoiseComesFromTheirWidths) {
   EXPECT_LT(r.pooled, 1.01);
 }
 
-}  // namespace
-}  // namespace clocksync::hull
-
-namespace clocksync::hull {
-namespace {
-
 // 102's network (50 µs + exp(20 µs) each way at 10 probes/s), a linear
 // clock (wander 0) or one wandering as the allowance says (1), `seconds`
 // long.
