@@ -93,6 +93,15 @@ constexpr double kShorterCongestedFraction = 0.5;
 // middle by d / 2: caught from d > a third of the bound's width before.
 constexpr double kAgreeShiftFraction = 0.125;
 
+// The guard of the answer's bound (header, step 6): a level's middle
+// further than this fraction of the bound's half-width from the bound's
+// middle, and at least this many samples in its window (fewer, at 1
+// probe/s or less, and its middle's own noise strays that far: the bound
+// took in a wide one for nothing; 110's network with a 1 ppm swing was
+// better guarded by the 75 s level than the 37.5 s one).
+constexpr double kGuardOffMiddleFraction = 0.25;
+constexpr size_t kGuardMinSamples = 48;
+
 }  // namespace
 
 AdaptiveWindowEstimator::AdaptiveWindowEstimator(const AdaptiveConfig& config)
@@ -520,10 +529,22 @@ void AdaptiveWindowEstimator::Select(
   if (best >= blends_) {  // An extrapolation: no blend around W*.
     selected_ = ShorterLevel(best);
     longer_weight_ = LongerWeight(best);
+    guard_level_ = GuardLevel(eligible);
     return;
   }
   selected_ = static_cast<int>(std::ceil(position / 2));
   longer_weight_ = selected_ - position / 2;
+  guard_level_ = GuardLevel(eligible);
+}
+
+int AdaptiveWindowEstimator::GuardLevel(
+    const std::array<bool, kMaxLevels>& eligible) const {
+  for (int k = static_cast<int>(levels_.size()) - 1; k > selected_; --k) {
+    if (eligible[k] && levels_[k]->window_samples() >= kGuardMinSamples) {
+      return k;
+    }
+  }
+  return -1;
 }
 
 AddResult AdaptiveWindowEstimator::Add(const ProbeSample& s) {
@@ -622,7 +643,8 @@ AddResult AdaptiveWindowEstimator::Add(const ProbeSample& s) {
     home_ = HomeCandidate(x);
   }
   last_estimate_ = Answer(now[selected_], allowance[selected_],
-                          now[std::max(0, selected_ - 1)], now[0], x);
+                          now[std::max(0, selected_ - 1)], now[0],
+                          now[std::max(0, guard_level_)], x);
   last_estimate_x_ = x;
   have_last_estimate_ = true;
   reference_asymmetry_.AddSample(
@@ -643,13 +665,16 @@ TimeEstimate AdaptiveWindowEstimator::Estimate(int64_t local_ns) const {
       longer_weight_ == 0 ? e : levels_[selected_ - 1]->Estimate(local_ns);
   const TimeEstimate longest =
       linear_weight_ == 0 ? e : levels_[0]->Estimate(local_ns);
-  return Answer(e, allowance_ns, longer, longest, local_ns);
+  const TimeEstimate guard =
+      guard_level_ < 0 ? e : levels_[guard_level_]->Estimate(local_ns);
+  return Answer(e, allowance_ns, longer, longest, guard, local_ns);
 }
 
 TimeEstimate AdaptiveWindowEstimator::Answer(const TimeEstimate& selected,
                                              double allowance_ns,
                                              const TimeEstimate& longer,
                                              const TimeEstimate& longest,
+                                             const TimeEstimate& guard,
                                              int64_t local_ns) const {
   TimeEstimate e = selected;
   // The level's allowance is the configured wander's; where the
@@ -672,6 +697,21 @@ TimeEstimate AdaptiveWindowEstimator::Answer(const TimeEstimate& selected,
     e.global_ns = std::clamp(moved, e.earliest_ns, e.latest_ns);
     e.offset_ns = e.global_ns - local_ns;
     e.drift_ppb += weight * (towards->drift_ppb - e.drift_ppb);
+  }
+  // The guard (step 6): its middle off the middle of the bound by more
+  // than kGuardOffMiddleFraction of the bound's half-width, a bend may
+  // have outgrown the answering level's allowance; the bound takes in the
+  // guard's. The answer itself does not move.
+  if (guard_level_ >= 0 && guard.state != SyncState::kUnsynced) {
+    const double half_width_ns =
+        0.5 * static_cast<double>(e.latest_ns - e.earliest_ns);
+    const double middle_ns =
+        0.5 * (static_cast<double>(e.latest_ns) + e.earliest_ns);
+    if (std::abs(static_cast<double>(guard.global_ns) - middle_ns) >
+        kGuardOffMiddleFraction * half_width_ns) {
+      e.earliest_ns = std::min(e.earliest_ns, guard.earliest_ns);
+      e.latest_ns = std::max(e.latest_ns, guard.latest_ns);
+    }
   }
   return e;
 }
