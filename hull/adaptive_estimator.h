@@ -274,7 +274,7 @@
 // 6. The guard. Before the references show such a swing, its bend can
 // outgrow a long level's allowance while that level's hulls still agree:
 // the truth leaves the bound for seconds to minutes (at 1 probe/s with
-// 1 ms of jitter, a 1 ppm swing over 15 minutes: 71 samples of 36,000
+// 1 ms of jitter, a 1 ppm swing over 15 minutes: 71 samples of 35,400
 // over 10 seeds), while the shortest levels' bounds, which need the
 // allowance over their own short windows only, still hold it. So the
 // shortest eligible level shorter than the answering one, with at least
