@@ -396,8 +396,16 @@ void AdaptiveWindowEstimator::Select(
   }
   bool uncongested = true;  // No longer level is congested.
   std::array<double, kMaxLevels> congested{};  // Fraction of the window.
+  // Levels that may guard the answer's bound (step 6): eligible but for a
+  // longer level's congestion, which bars a shorter level from answering
+  // but leaves its middle where its own range and the round trips say
+  // (a clock wandering at 2.3 times the allowance: the 37.5 s level, its
+  // own range clean, missed none of the 198 samples outside the bound of
+  // the 300 s level answering for want of an eligible shorter one).
+  std::array<bool, kMaxLevels> may_guard{};
   const RoundTrips::Intervals barring = BarringIntervals();
   for (size_t k = 0; k < levels_.size(); ++k) {
+    bool own_clean = true;
     if (k > 0 && !young[k]) {
       const bool clean =
           !have_blown_[k] ||
@@ -410,7 +418,8 @@ void AdaptiveWindowEstimator::Select(
       const bool range_ok = ranges_count() < kPurityMinWidths ||
                             hull_range[k] <=
                                 kEligibleRangeRatio * median_range_[k];
-      uncongested = uncongested && range_ok && clean && !blown_now[k];
+      own_clean = range_ok && clean && !blown_now[k];
+      uncongested = uncongested && own_clean;
     }
     // How much of it the round trips show congested (as far as it has
     // filled); mostly congested, it may not answer.
@@ -424,6 +433,8 @@ void AdaptiveWindowEstimator::Select(
     }
     eligible[k] = uncongested && congested[k] <= kCongestedFraction &&
                   !young[k];
+    may_guard[k] = own_clean && congested[k] <= kCongestedFraction &&
+                   !young[k];
   }
   // A candidate is eligible when its levels are (a mean: both). With none
   // (every level young), the longest answers.
@@ -529,18 +540,18 @@ void AdaptiveWindowEstimator::Select(
   if (best >= blends_) {  // An extrapolation: no blend around W*.
     selected_ = ShorterLevel(best);
     longer_weight_ = LongerWeight(best);
-    guard_level_ = GuardLevel(eligible);
+    guard_level_ = GuardLevel(may_guard);
     return;
   }
   selected_ = static_cast<int>(std::ceil(position / 2));
   longer_weight_ = selected_ - position / 2;
-  guard_level_ = GuardLevel(eligible);
+  guard_level_ = GuardLevel(may_guard);
 }
 
 int AdaptiveWindowEstimator::GuardLevel(
-    const std::array<bool, kMaxLevels>& eligible) const {
+    const std::array<bool, kMaxLevels>& may_guard) const {
   for (int k = static_cast<int>(levels_.size()) - 1; k > selected_; --k) {
-    if (eligible[k] && levels_[k]->window_samples() >= kGuardMinSamples) {
+    if (may_guard[k] && levels_[k]->window_samples() >= kGuardMinSamples) {
       return k;
     }
   }

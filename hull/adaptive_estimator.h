@@ -277,7 +277,8 @@
 // 1 ms of jitter, a 1 ppm swing over 15 minutes: 71 samples of 35,400
 // over 10 seeds), while the shortest levels' bounds, which need the
 // allowance over their own short windows only, still hold it. So the
-// shortest eligible level shorter than the answering one, with at least
+// shortest level shorter than the answering one that is eligible by its
+// own state (step 4, without a longer level's congestion), with at least
 // 48 samples in its window (fewer, and its middle's own noise strays as
 // far), guards the bound: where its middle lies more than a quarter of
 // the bound's half-width from the bound's middle, which a bend does
@@ -558,9 +559,10 @@ class AdaptiveWindowEstimator final : public Estimator {
                       const TimeEstimate& longer, const TimeEstimate& longest,
                       const TimeEstimate& guard, int64_t local_ns) const;
   // The level whose bound guards the answer's (step 6), or −1: the
-  // shortest eligible level shorter than the selected one with at least
+  // shortest level shorter than the selected one that `may_guard` (not
+  // young, its own range and window not congested) with at least
   // kGuardMinSamples samples.
-  int GuardLevel(const std::array<bool, kMaxLevels>& eligible) const;
+  int GuardLevel(const std::array<bool, kMaxLevels>& may_guard) const;
   // Samples each level's drift a window apart (see wander_).
   void RecordDrifts(const std::array<TimeEstimate, kMaxLevels>& now,
                     int64_t x) {
