@@ -552,9 +552,10 @@ class AdaptiveWindowEstimator final : public Estimator {
                : RoundTrips::Intervals::kAll;
   }
   // The answer from the answering level's estimate and the next longer
-  // level's (used when the candidate is their mean), both at local_ns;
-  // allowance_ns is the answering level's wander allowance there, which
-  // the bound adds again (bound_wander_ratio_ − 1) times.
+  // level's (used when the candidate is their mean), the longest level's
+  // (the lean, step 5) and the guard level's (its bound, step 6), all at
+  // local_ns; allowance_ns is the answering level's wander allowance
+  // there, which the bound adds again (bound_wander_ratio_ − 1) times.
   TimeEstimate Answer(const TimeEstimate& selected, double allowance_ns,
                       const TimeEstimate& longer, const TimeEstimate& longest,
                       const TimeEstimate& guard, int64_t local_ns) const;
