@@ -2,11 +2,9 @@
 
 #include "trace/otf2_writer.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <otf2/otf2.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,57 +12,16 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <new>
 #include <set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "trace/archive_dir.h"
 #include "trace/otf2_common.h"
 #include "trace/sidecar.h"
 
 namespace clocksync::trace {
-namespace {
-
-absl::Status ErrnoStatus(int error, absl::string_view what,
-                         const std::string& path) {
-  const std::string message =
-      absl::StrCat(what, " ", path, ": ", std::strerror(error));
-  switch (error) {
-    case ENOENT:
-    case ENOTDIR:
-      return absl::NotFoundError(message);
-    case EACCES:
-    case EPERM:
-    case EROFS:
-      return absl::PermissionDeniedError(message);
-    case EEXIST:
-    case ENOTEMPTY:
-      return absl::AlreadyExistsError(message);
-    default:
-      return absl::UnavailableError(message);
-  }
-}
-
-// Whether `path` is a directory without entries.
-bool IsEmptyDirectory(const std::string& path) {
-  DIR* dir = opendir(path.c_str());
-  if (dir == nullptr) return false;
-  bool empty = true;
-  while (struct dirent* entry = readdir(dir)) {
-    if (std::strcmp(entry->d_name, ".") != 0 &&
-        std::strcmp(entry->d_name, "..") != 0) {
-      empty = false;
-      break;
-    }
-  }
-  closedir(dir);
-  return empty;
-}
-
-
-
-}  // namespace
 
 Otf2Writer::Otf2Writer(std::string archive_dir, ProcessInfo info)
     : archive_dir_(std::move(archive_dir)), info_(std::move(info)) {}
@@ -83,17 +40,8 @@ absl::StatusOr<std::unique_ptr<Otf2Writer>> Otf2Writer::Create(
   if (archive_dir.empty()) {
     return absl::InvalidArgumentError("trace: empty archive directory");
   }
-  if (mkdir(archive_dir.c_str(), 0755) != 0) {
-    const int error = errno;
-    if (error != EEXIST) {
-      return ErrnoStatus(error, "cannot create trace directory", archive_dir);
-    }
-    if (!IsEmptyDirectory(archive_dir)) {
-      return absl::AlreadyExistsError(
-          absl::StrCat("trace directory ", archive_dir,
-                       " exists and is not an empty directory"));
-    }
-  }
+  absl::Status created = CreateArchiveDirectory(archive_dir);
+  if (!created.ok()) return created;
   std::unique_ptr<Otf2Writer> writer(new Otf2Writer(archive_dir, info));
   const std::string sidecar_path =
       absl::StrCat(archive_dir, "/", kSidecarFileName);

@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "trace/archive_dir.h"
 #include "trace/packed_events.h"
 
 namespace clocksync::trace {
@@ -92,41 +93,6 @@ Event DecodeOne(const char* p) {
   e.kind = static_cast<EventKind>(p[32]);
   e.collective = static_cast<CollectiveKind>(p[33]);
   return e;
-}
-
-absl::Status ErrnoStatus(int error, absl::string_view what,
-                         const std::string& path) {
-  const std::string message =
-      absl::StrCat(what, " ", path, ": ", std::strerror(error));
-  switch (error) {
-    case ENOENT:
-    case ENOTDIR:
-      return absl::NotFoundError(message);
-    case EACCES:
-    case EPERM:
-    case EROFS:
-      return absl::PermissionDeniedError(message);
-    case EEXIST:
-    case ENOTEMPTY:
-      return absl::AlreadyExistsError(message);
-    default:
-      return absl::UnavailableError(message);
-  }
-}
-
-bool IsEmptyDirectory(const std::string& path) {
-  DIR* dir = opendir(path.c_str());
-  if (dir == nullptr) return false;
-  bool empty = true;
-  while (struct dirent* entry = readdir(dir)) {
-    if (std::strcmp(entry->d_name, ".") != 0 &&
-        std::strcmp(entry->d_name, "..") != 0) {
-      empty = false;
-      break;
-    }
-  }
-  closedir(dir);
-  return empty;
 }
 
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
@@ -376,16 +342,8 @@ absl::StatusOr<std::unique_ptr<RawArchiveWriter>> RawArchiveWriter::Create(
     return absl::InvalidArgumentError(absl::StrCat(
         "raw archive ", dir, ": rank must be >= 0, got ", info.rank));
   }
-  if (mkdir(dir.c_str(), 0755) != 0) {
-    const int error = errno;
-    if (error != EEXIST) {
-      return ErrnoStatus(error, "cannot create trace directory", dir);
-    }
-    if (!IsEmptyDirectory(dir)) {
-      return absl::AlreadyExistsError(absl::StrCat(
-          "trace directory ", dir, " exists and is not an empty directory"));
-    }
-  }
+  absl::Status created = CreateArchiveDirectory(dir);
+  if (!created.ok()) return created;
   std::unique_ptr<RawArchiveWriter> writer(new RawArchiveWriter(dir, info));
   const std::string marker = absl::StrCat(dir, "/", kRawMarkerFileName);
   const int marker_fd =
