@@ -1,11 +1,12 @@
-// trace/archive_dir.cc: the archive directory and errno statuses
-// (archive_dir.h).
+// trace/archive_dir.cc: the archive directory, whole writes and errno
+// statuses (archive_dir.h).
 
 #include "trace/archive_dir.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstring>
 
@@ -61,6 +62,21 @@ absl::Status CreateArchiveDirectory(const std::string& dir) {
   if (!IsEmptyDirectory(dir)) {
     return absl::AlreadyExistsError(absl::StrCat(
         "trace directory ", dir, " exists and is not an empty directory"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status WriteFully(int fd, absl::string_view data,
+                        const std::string& path) {
+  while (!data.empty()) {
+    const ssize_t n = write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ErrnoStatus(errno, "cannot write", path);
+    if (n == 0) {
+      return absl::UnavailableError(
+          absl::StrCat("cannot write ", path, ": no progress"));
+    }
+    data.remove_prefix(static_cast<size_t>(n));
   }
   return absl::OkStatus();
 }

@@ -4,6 +4,8 @@
 #include "trace/archive_dir.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -76,6 +78,25 @@ TEST(ArchiveDirTest, ErrnoStatusCodes) {
   const absl::Status full = ErrnoStatus(ENOSPC, "cannot write", "/x/0.evt");
   EXPECT_EQ(full.code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ(full.message(), "cannot write /x/0.evt: No space left on device");
+}
+
+TEST(ArchiveDirTest, WriteFullyWritesEverything) {
+  const std::string path = Fresh("archive_dir_write");
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
+  ASSERT_GE(fd, 0);
+  const std::string text(1 << 20, 'x');
+  EXPECT_TRUE(WriteFully(fd, text, path).ok());
+  close(fd);
+  EXPECT_EQ(fs::file_size(path), text.size());
+}
+
+TEST(ArchiveDirTest, WriteFullyNamesThePathOnAFullDisk) {
+  const int fd = open("/dev/full", O_WRONLY);
+  if (fd < 0) GTEST_SKIP() << "no /dev/full";
+  const absl::Status status = WriteFully(fd, "record\n", "/dev/full");
+  close(fd);
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(status.message(), "cannot write /dev/full: No space left on device");
 }
 
 }  // namespace

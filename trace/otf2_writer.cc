@@ -138,19 +138,9 @@ absl::Status Otf2Writer::CheckOtf2(int code, const char* what,
 }
 
 absl::Status Otf2Writer::AppendSidecar(const std::string& text) {
-  const std::string path = absl::StrCat(archive_dir_, "/", kSidecarFileName);
-  const char* data = text.data();
-  size_t left = text.size();
-  while (left > 0) {
-    const ssize_t written = write(sidecar_fd_, data, left);
-    if (written < 0) {
-      if (errno == EINTR) continue;
-      return Fail(ErrnoStatus(errno, "cannot write", path));
-    }
-    data += written;
-    left -= static_cast<size_t>(written);
-  }
-  return absl::OkStatus();
+  absl::Status status = WriteFully(
+      sidecar_fd_, text, absl::StrCat(archive_dir_, "/", kSidecarFileName));
+  return status.ok() ? status : Fail(std::move(status));
 }
 
 absl::Status Otf2Writer::StreamRecords(

@@ -380,16 +380,8 @@ absl::Status RawArchiveWriter::Fail(absl::Status status) {
 
 absl::Status RawArchiveWriter::WriteAll(int fd, const char* data, size_t size,
                                         const std::string& path) {
-  while (size > 0) {
-    const ssize_t n = write(fd, data, size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Fail(ErrnoStatus(errno, "cannot write", path));
-    if (n == 0) return Fail(absl::UnavailableError(
-        absl::StrCat("cannot write ", path, ": no progress")));
-    data += n;
-    size -= static_cast<size_t>(n);
-  }
-  return absl::OkStatus();
+  absl::Status status = WriteFully(fd, absl::string_view(data, size), path);
+  return status.ok() ? status : Fail(std::move(status));
 }
 
 absl::Status RawArchiveWriter::AppendSidecar(const std::string& text) {
