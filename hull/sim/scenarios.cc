@@ -550,6 +550,33 @@ std::vector<Scenario> KindScenarios() {
           "chrony's default model at 1 Hz", 100, 1, minutes * 60, d, d);
     }
   }
+  // Congestion episodes (113's kind): on 113's network, a queue of 1.5, 3
+  // or 15 jitter scales (a standing part plus an exponential as deep) for
+  // 60 or 180 s of every 5 minutes, one way or both, at 1, 4 and 10
+  // probes/s.
+  for (const double hz : {1.0, 4.0, 10.0}) {
+    for (const int64_t depth_us : {30, 60, 300}) {
+      for (const int64_t episode_s : {60, 180}) {
+        for (const bool both_ways : {false, true}) {
+          const DelayParams d = Exponential(20 * kUs, 20 * kUs);
+          Scenario* s = add(
+              absl::StrCat("congestion-", hz, "hz/+", depth_us, "us+exp(",
+                           depth_us, "us)/", episode_s, "s-of-300s/",
+                           both_ways ? "both" : "fwd"),
+              "20 us + exp(20 us) each way, 40 min; congestion episodes", 30,
+              hz, 2400, d, d);
+          for (int64_t begin_s = 150; begin_s < 2400; begin_s += 300) {
+            CongestionEpisode e;
+            e.begin_ns = begin_s * kS;
+            e.end_ns = (begin_s + episode_s) * kS;
+            e.forward_extra = Exponential(depth_us * kUs, depth_us * kUs);
+            if (both_ways) e.backward_extra = e.forward_extra;
+            s->params.congestion.push_back(e);
+          }
+        }
+      }
+    }
+  }
   return out;
 }
 

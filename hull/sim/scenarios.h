@@ -48,7 +48,10 @@ std::vector<Scenario> RandomScenarios(int count, uint64_t seed);
 // only, 20 µs–1 ms against 2 or 10 µs, at 20 probes/s (8), and on both
 // ways at 2:1 and 4:1 at 5 and 20 probes/s (12), swings of 200–800 ppb
 // over 10–30 minutes at 2 probes/s (18), chrony's default model with
-// 50–200 µs of jitter for 30–120 minutes (9). Named "kind/parameters".
+// 50–200 µs of jitter for 30–120 minutes (9), and congestion episodes on
+// 113's network: a queue of 1.5, 3 or 15 jitter scales for 60 or 180 s of
+// every 5 minutes, one way or both, at 1, 4 and 10 probes/s (36). Named
+// "kind/parameters".
 std::vector<Scenario> KindScenarios();
 // The scenario with this name, or nullptr.
 const Scenario* FindScenario(const std::vector<Scenario>& all,

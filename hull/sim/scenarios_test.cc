@@ -26,7 +26,7 @@ TEST(ScenariosTest, NamesAreUniqueAndFindable) {
     }
   }
   EXPECT_EQ(FindScenario(StandardScenarios(), "no-such-scenario"), nullptr);
-  EXPECT_EQ(KindScenarios().size(), 18u + 9 + 8 + 12 + 18 + 9);
+  EXPECT_EQ(KindScenarios().size(), 18u + 9 + 8 + 12 + 18 + 9 + 36);
 }
 
 TEST(ScenariosTest, RandomScenariosAreReproducible) {
