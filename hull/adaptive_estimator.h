@@ -126,9 +126,14 @@
 //    on 520 µs of minimum delays (random seed 12's r11: 2.51 → 1.74 × the
 //    best fixed window; at a quarter, swings through episodes lose more
 //    than that gains). While the
-//    home's wander exceeds the allowance (a swing) only the runs bar a
-//    level or lengthen W* (step 5): a floor rise of a few jitter scales
-//    costs a short level less than a longer one's lag on the swing. A run
+//    home's wander exceeds twice the allowance (a swing) only the runs
+//    bar a level or lengthen W* (step 5): a floor rise of a few jitter
+//    scales costs a short level less than a longer one's lag on the
+//    swing. (Not at the allowance itself: a shallow queue one way biases
+//    the references, which then read a wander just above it, 1.09 ppb/√s
+//    on a clock wandering at 1, and the floor rises, the only sign of
+//    such a queue, stopped barring the levels it filled: 16 µs off for
+//    minutes.) A run
 //    open for half the longest window, or a floor risen for all of it, is
 //    a new normal (a longer route), not an episode: the intervals are
 //    dropped and the limits are learnt afresh; so is a range blown up for
@@ -545,9 +550,12 @@ class AdaptiveWindowEstimator final : public Estimator {
   // wander allowance call for (see the header). Records the spread.
   int HomeCandidate(int64_t x);
   // The congested intervals that bar a level and lengthen W*: floor rises
-  // too, except while the home's wander exceeds the allowance (step 4).
+  // too, except while the home's wander exceeds kSwingWanderRatio times
+  // the allowance (a swing; step 4).
+  static constexpr double kSwingWanderRatio = 2;
   RoundTrips::Intervals BarringIntervals() const {
-    return home_wander_ppb_ > config_.base.wander_ppb_per_sqrt_s
+    return home_wander_ppb_ >
+                   kSwingWanderRatio * config_.base.wander_ppb_per_sqrt_s
                ? RoundTrips::Intervals::kRunsOnly
                : RoundTrips::Intervals::kAll;
   }
