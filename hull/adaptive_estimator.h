@@ -207,7 +207,15 @@
 //    heavy-tailed kind that missed on seeds 100–109 1.118 → 1.046 ×).
 //    W* counts clean time: the home window is the one that holds
 //    W* seconds outside the congested intervals (during an episode, W*
-//    plus its age: the same clean samples as before it). The home is the
+//    plus its age: the same clean samples as before it). Where that window
+//    reached across the episode before (intervals less than W*/4 apart
+//    are one), the home keeps no more than it held when the episode began,
+//    or reaches back to the end of the episode before where that is
+//    longer: clean seconds beyond a second episode are old, and keeping
+//    them stretched the window on which the wander weighs (at 1 probe/s
+//    with 180 s episodes in every 5 minutes W* is 145 s clean, the home
+//    325 s before an episode and 505 s at its end, where the 300 s window
+//    is the best: the 1 probe/s kinds 1.12–1.32 → 1.00–1.11 × it). The home is the
 //    candidate nearest that window in log2, and it
 //    answers from W* itself: the estimates of the two levels around W*
 //    blended by where W* falls between their windows in log2 (a level

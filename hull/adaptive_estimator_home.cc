@@ -43,6 +43,8 @@ constexpr double kMinHomeWander = 1e-6;
 // W* counts clean time: the home window grows by the congested time it
 // holds, found by this many fixed-point steps at most (one per interval).
 constexpr int kCleanWindowSteps = 8;
+// Congested intervals less than this fraction of W* apart are one episode.
+constexpr double kEpisodeMergeFraction = 0.25;
 
 // A 95 % upper bound of σ² from the references' estimate and its
 // standard error. Their error grows with σ² (on 102's network wandering at
@@ -188,6 +190,30 @@ int AdaptiveWindowEstimator::HomeCandidate(int64_t x) {
         clean_home_s + round_trips_.CongestedNs(from_x, x, barring) * 1e-9;
     if (longer_s <= home_s + 1e-3) break;
     home_s = longer_s;
+  }
+  // During an episode the home keeps the clean samples it held when the
+  // episode began (W* plus its age), but not those beyond the episode
+  // before: it holds no more than it did then, or reaches back to that
+  // episode's end.
+  int64_t episode_begin = 0;
+  int64_t previous_end = 0;
+  if (home_s > clean_home_s + 1e-3 &&
+      round_trips_.EpisodeBounds(
+          static_cast<int64_t>(kEpisodeMergeFraction * clean_home_s * 1e9),
+          barring, &episode_begin, &previous_end)) {
+    double before_s = clean_home_s;
+    for (int step = 0; step < kCleanWindowSteps; ++step) {
+      const int64_t from_x =
+          episode_begin - static_cast<int64_t>(before_s * 1e9);
+      const double longer_s =
+          clean_home_s +
+          round_trips_.CongestedNs(from_x, episode_begin, barring) * 1e-9;
+      if (longer_s <= before_s + 1e-3) break;
+      before_s = longer_s;
+    }
+    home_s = std::min(
+        home_s,
+        std::max(before_s, static_cast<double>(x - previous_end) * 1e-9));
   }
   const double longest_s =
       static_cast<double>(levels_[0]->config().window_ns) * 1e-9;

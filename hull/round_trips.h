@@ -116,6 +116,12 @@ class RoundTrips {
                                      : 0);
   }
   bool congested() const { return runs_.open || risen_.open; }
+  // The episode the newest round trip is in: the intervals (of either
+  // kind, or runs only) merged where less than `merge_gap_ns` parts them,
+  // the newest of them open. Sets where it began and where the episode
+  // before it ended; false when no episode is open or none precedes it.
+  bool EpisodeBounds(int64_t merge_gap_ns, Intervals which, int64_t* begin,
+                     int64_t* previous_end) const;
   // A round trip above this (ns) counts as congested; 0 before it is known.
   double clean_limit_ns() const { return have_limit_ ? limit_ : 0; }
   // A floor above this (ns) has risen; 0 before it is known.

@@ -105,6 +105,49 @@ TEST(RoundTripsTest, FloorRiseBelowTheLimitOpensAnInterval) {
   EXPECT_DOUBLE_EQ(r.CongestedNs(0, x), static_cast<double>(end - last_low));
 }
 
+// An episode is the intervals that less than a gap parts; EpisodeBounds
+// gives where the open one began and where the one before it ended.
+TEST(RoundTripsTest, EpisodeBoundsMergeIntervalsCloserThanTheGap) {
+  RoundTrips r(kLongestNs, kFloorWindowNs);
+  int64_t x = 0;
+  auto high = [](int) { return 500'000.0; };
+  int64_t begin = 0;
+  int64_t previous_end = 0;
+  Feed(&r, &x, 200, Clean);
+  EXPECT_FALSE(r.EpisodeBounds(10 * kS, RoundTrips::Intervals::kAll, &begin,
+                               &previous_end));
+  // Episode A: 30 s; none before it.
+  Feed(&r, &x, 30, high);
+  EXPECT_FALSE(r.EpisodeBounds(10 * kS, RoundTrips::Intervals::kAll, &begin,
+                               &previous_end));
+  const int64_t a_end = x - kS;  // Its last congested round trip.
+  Feed(&r, &x, 50, Clean);
+  // Not open: no bounds.
+  EXPECT_FALSE(r.EpisodeBounds(10 * kS, RoundTrips::Intervals::kAll, &begin,
+                               &previous_end));
+  // B1: 10 s (from the last clean round trip), 3 clean, then B2, open.
+  const int64_t b1_begin = x - kS;
+  Feed(&r, &x, 10, high);
+  const int64_t b1_end = x - kS;
+  Feed(&r, &x, 3, Clean);
+  const int64_t b2_begin = x - kS;
+  Feed(&r, &x, 20, high);
+  ASSERT_TRUE(r.congested());
+  // 3 s part B1 and B2: one episode with a gap of 10 s, from B1 on, after
+  // A; two with a gap of 1 s.
+  ASSERT_TRUE(r.EpisodeBounds(10 * kS, RoundTrips::Intervals::kAll, &begin,
+                              &previous_end));
+  EXPECT_EQ(begin, b1_begin);
+  EXPECT_EQ(previous_end, a_end);
+  ASSERT_TRUE(r.EpisodeBounds(1 * kS, RoundTrips::Intervals::kRunsOnly,
+                              &begin, &previous_end));
+  EXPECT_EQ(begin, b2_begin);
+  EXPECT_EQ(previous_end, b1_end);
+  // A gap as long as A's distance: one episode from A on, none before.
+  EXPECT_FALSE(r.EpisodeBounds(100 * kS, RoundTrips::Intervals::kAll, &begin,
+                               &previous_end));
+}
+
 // At 20 round trips per second the floor window (375 of them) is the
 // ring's 127: the floor follows the ring as it turns, also where its
 // smallest round trip leaves it, and a clean path's floor never rises; a
