@@ -212,11 +212,11 @@
 //    are one), the home keeps no more than it held when the episode began,
 //    or reaches back to the end of the episode before where that is
 //    longer: clean seconds beyond a second episode are old, and keeping
-//    them stretched the window on which the wander weighs (at 1 probe/s
+//    them stretched the window over which the wander weighs (at 1 probe/s
 //    with 180 s episodes in every 5 minutes W* is 145 s clean, the home
-//    325 s before an episode and 505 s at its end, where the 300 s window
-//    is the best: the 1 probe/s kinds 1.12–1.32 → 1.00–1.11 × it). The home is the
-//    candidate nearest that window in log2, and it
+//    was 325 s before an episode and 505 s at its end, where the 300 s
+//    window is the best: those kinds' median 1.16 → 1.04 × it). The home
+//    is the candidate nearest that window in log2, and it
 //    answers from W* itself: the estimates of the two levels around W*
 //    blended by where W* falls between their windows in log2 (a level
 //    and its neighbour's mean are half a step apart; a window between
