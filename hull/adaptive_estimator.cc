@@ -34,8 +34,11 @@ constexpr double kCleanWindowFraction = 1.0;
 // while its window still holds clean ones the range fans out at x about a
 // middle that moves less. The home stays through an episode while this
 // fraction of its range's growth, squared, is below the stand-in's excess
-// error (random seeds 1-5: 117 → 118 of 200 hold; at 0.5, 117).
+// error (random seeds 1-5: 117 → 118 of 200 hold; at 0.5, 117), rising to
+// kFullCongestionShiftFraction as its window goes from kCongestedFraction
+// to wholly congested (the round trips' reading).
 constexpr double kCongestionShiftFraction = 0.25;
+constexpr double kFullCongestionShiftFraction = 0.5;
 // A level whose samples span less than this fraction of what its window
 // could hold by now (its window, or the time since the windows began
 // filling) has a hole (an outage): it may not answer.
@@ -158,12 +161,19 @@ double AdaptiveWindowEstimator::LongerWeight(int c) const {
 }
 
 bool AdaptiveWindowEstimator::HomeOutlastsCongestion(
-    int home, int stand_in,
-    const std::array<double, kMaxLevels>& hull_range) const {
+    int home, int stand_in, const std::array<double, kMaxLevels>& hull_range,
+    const std::array<double, kMaxLevels>& congested) const {
   double shift = 0;  // How far congestion may have moved the home (ns).
   for (const int k : {LongerLevel(home), ShorterLevel(home)}) {
-    shift = std::max(shift, kCongestionShiftFraction *
-                                (hull_range[k] - median_range_[k]));
+    const double full =
+        Swinging() ? 0.0
+                   : std::clamp((congested[k] - kCongestedFraction) /
+                                    (1 - kCongestedFraction),
+                                0.0, 1.0);
+    const double fraction =
+        kCongestionShiftFraction +
+        full * (kFullCongestionShiftFraction - kCongestionShiftFraction);
+    shift = std::max(shift, fraction * (hull_range[k] - median_range_[k]));
   }
   // The scores stop while the episode lasts (step 2): they are those of
   // before it, where the stand-in did worse by this in mean square.
@@ -470,7 +480,7 @@ void AdaptiveWindowEstimator::Select(
     }
     if (found >= 0 && found != home && !young[LongerLevel(home)] &&
         !young[ShorterLevel(home)] &&
-        HomeOutlastsCongestion(home, found, hull_range)) {
+        HomeOutlastsCongestion(home, found, hull_range, congested)) {
       found = home;
     }
     home = std::max(found, 0);

@@ -105,6 +105,13 @@
 //    stops while the episode lasts) than a quarter of the home's range
 //    growth, squared: a queue moves a level's middle by at most half the
 //    growth, and on a steep swing the longer stand-in lags by far more.
+//    The quarter rises to the half as the level's window goes from 75 %
+//    to wholly congested (the round trips' reading), except on a swing
+//    (below): with no clean sample left its middle moves by the whole
+//    half (a 60 µs queue one way at 10 probes/s, where the stand-in's
+//    score came from the episode before, its window full of it: the 75 s
+//    level answered 47 µs off; that kind 1.01–1.52 → 0.94–0.99 × the 300 s
+//    window); on a swing the stand-in's score is its lag.
 //    Congestion is also seen directly, in the round trips (RoundTrips,
 //    round_trips.h): a run of 8 round trips above the clean limit (the
 //    clean minimum + 2 × the clean spread, the median of the last spreads
@@ -517,9 +524,10 @@ class AdaptiveWindowEstimator final : public Estimator {
   }
   // Whether the home, its levels not young but congested, should answer
   // rather than `stand_in`, the nearest eligible candidate (step 4).
+  // `congested`: each level's window's congested fraction.
   bool HomeOutlastsCongestion(
-      int home, int stand_in,
-      const std::array<double, kMaxLevels>& hull_range) const;
+      int home, int stand_in, const std::array<double, kMaxLevels>& hull_range,
+      const std::array<double, kMaxLevels>& congested) const;
   double ComputePairedUpperBound(int a, int b, Against against) const;
   // Whether `linear_probability` (the samples' check's, 0 when it does not
   // run) makes the home's test of a shorter candidate kLinearHome.
@@ -561,11 +569,13 @@ class AdaptiveWindowEstimator final : public Estimator {
   // too, except while the home's wander exceeds kSwingWanderRatio times
   // the allowance (a swing; step 4).
   static constexpr double kSwingWanderRatio = 2;
-  RoundTrips::Intervals BarringIntervals() const {
+  bool Swinging() const {
     return home_wander_ppb_ >
-                   kSwingWanderRatio * config_.base.wander_ppb_per_sqrt_s
-               ? RoundTrips::Intervals::kRunsOnly
-               : RoundTrips::Intervals::kAll;
+           kSwingWanderRatio * config_.base.wander_ppb_per_sqrt_s;
+  }
+  RoundTrips::Intervals BarringIntervals() const {
+    return Swinging() ? RoundTrips::Intervals::kRunsOnly
+                      : RoundTrips::Intervals::kAll;
   }
   // The answer from the answering level's estimate and the next longer
   // level's (used when the candidate is their mean), the longest level's

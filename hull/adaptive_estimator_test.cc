@@ -1250,6 +1250,24 @@ TEST(AdaptiveEstimatorTest, AShallowQueueOneWayStillBarsTheLevelsItFills) {
   EXPECT_LT(r.by_seed[1], 1.05);
 }
 
+// A 60 µs + exp(60 µs) queue one way for 180 s of every 5 minutes at 10
+// probes/s: the home (the 75|150 blend) lost its eligibility to the
+// episode, and step 4's clause kept it, the 150 s stand-in having
+// predicted worse before (through the episode before, its window full of
+// it). A quarter of the range's growth allowed for, the 75 s level
+// answered with no clean sample left, 47 µs off (seed 1: 2.69 × the 300 s
+// window; seed 4: 1.33 ×). Half of it once the window is wholly
+// congested (but on a swing, where the stand-in's score is its lag):
+// 0.99 × and 0.98 ×.
+TEST(AdaptiveEstimatorTest, AWhollyCongestedHomeGivesWayToItsStandIn) {
+  for (const int seed : {1, 4}) {
+    const KindRatio r = RatioToFixedWindow(
+        "congestion-10hz/+60us+exp(60us)/180s-of-300s/fwd", seed, 1, 300);
+    ASSERT_EQ(r.by_seed.size(), 1u);
+    EXPECT_LT(r.by_seed[0], 1.05) << "seed " << seed;
+  }
+}
+
 // At 1 probe/s with a 180 s episode in every 5 minutes, W* (about 145 s
 // clean) does not fit in the 120 s between episodes: the home window
 // reaches across the episode before (325 s). During the next one it kept
