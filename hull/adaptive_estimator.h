@@ -108,10 +108,12 @@
 //    The quarter rises to the half as the level's window goes from 75 %
 //    to wholly congested (the round trips' reading), except on a swing
 //    (below): with no clean sample left its middle moves by the whole
-//    half (a 60 µs queue one way at 10 probes/s, where the stand-in's
-//    score came from the episode before, its window full of it: the 75 s
-//    level answered 47 µs off; that kind 1.01–1.52 → 0.94–0.99 × the 300 s
-//    window); on a swing the stand-in's score is its lag.
+//    half, and by up to half the floor's rise, the queue's depth (a 60 µs
+//    queue one way at 10 probes/s, where the stand-in's score came from
+//    the episode before, its window full of it: the 75 s level answered
+//    47 µs off; that kind 1.01–1.52 → 0.94–0.99 × the 300 s window; with
+//    30 µs the range, mostly the minimum delays, hardly grows, and only
+//    the floor tells); on a swing the stand-in's score is its lag.
 //    Congestion is also seen directly, in the round trips (RoundTrips,
 //    round_trips.h): a run of 8 round trips above the clean limit (the
 //    clean minimum + 2 × the clean spread, the median of the last spreads

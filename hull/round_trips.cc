@@ -81,6 +81,11 @@ double RoundTrips::CongestedNs(int64_t from, int64_t to,
   return total;
 }
 
+double RoundTrips::FloorRiseNs() const {
+  if (!have_limit_ || queue_size_ == 0) return 0;
+  return std::max(0.0, values_[queue_[queue_head_]] - clean_floor_);
+}
+
 bool RoundTrips::EpisodeBounds(int64_t merge_gap_ns, Intervals which,
                                int64_t* begin, int64_t* previous_end) const {
   const bool all = which == Intervals::kAll;
@@ -201,10 +206,9 @@ void RoundTrips::RecordCleanSpread(double spread_ns, double minimum_ns) {
                    sorted.begin() + clean_spreads_count_);
   const double clean_spread = std::max(sorted[middle], 1.0);
   limit_ = minimum_ns + kCleanLimitSpreads * clean_spread;
-  floor_limit_ = *std::min_element(
-                     clean_minima_.begin(),
-                     clean_minima_.begin() + clean_spreads_count_) +
-                 kFloorRiseSpreads * clean_spread;
+  clean_floor_ = *std::min_element(
+      clean_minima_.begin(), clean_minima_.begin() + clean_spreads_count_);
+  floor_limit_ = clean_floor_ + kFloorRiseSpreads * clean_spread;
   have_limit_ = true;
 }
 

@@ -126,6 +126,10 @@ class RoundTrips {
   double clean_limit_ns() const { return have_limit_ ? limit_ : 0; }
   // A floor above this (ns) has risen; 0 before it is known.
   double floor_limit_ns() const { return have_limit_ ? floor_limit_ : 0; }
+  // How far the floor (the smallest round trip of the floor window) lies
+  // above the clean floor, ns: the depth of a standing queue, one way or
+  // both; 0 before the limits are known.
+  double FloorRiseNs() const;
 
  private:
   // Congested intervals [begin, end] of t4 of one kind, oldest first; the
@@ -220,6 +224,7 @@ class RoundTrips {
   // clean_spreads_), and the floor limit: their smallest + kFloorRiseSpreads
   // clean spreads.
   std::array<double, kCleanSpreads> clean_minima_{};
+  double clean_floor_ = 0;  // Their smallest.
   double floor_limit_ = 0;
   // The last round trip at or below the floor limit, and the floor-rise
   // intervals.

@@ -91,8 +91,11 @@ TEST(RoundTripsTest, FloorRiseBelowTheLimitOpensAnInterval) {
   EXPECT_EQ(r.congested_intervals(), 0);
   // Once the window holds only queued round trips: an interval from the
   // last round trip at the floor on, and no run.
+  EXPECT_DOUBLE_EQ(r.FloorRiseNs(), 0);
   Feed(&r, &x, 42, queued);
   EXPECT_TRUE(r.congested());
+  // The queue's depth: the floor 110 us against the clean floor's 100.
+  EXPECT_DOUBLE_EQ(r.FloorRiseNs(), 10'000);
   EXPECT_EQ(r.congested_intervals(), 1);
   EXPECT_EQ(r.congested_intervals(RoundTrips::Intervals::kRunsOnly), 0);
   const int64_t end = x - kS;
@@ -102,6 +105,7 @@ TEST(RoundTripsTest, FloorRiseBelowTheLimitOpensAnInterval) {
   // The first round trip at the floor again ends it.
   Feed(&r, &x, 1, Clean);
   EXPECT_FALSE(r.congested());
+  EXPECT_DOUBLE_EQ(r.FloorRiseNs(), 0);
   EXPECT_DOUBLE_EQ(r.CongestedNs(0, x), static_cast<double>(end - last_low));
 }
 
