@@ -177,7 +177,8 @@ bool AdaptiveWindowEstimator::HomeOutlastsCongestion(
     // A window wholly congested rests on the queue's draws alone: its
     // middle moves by up to half the floor's rise (a shallow queue hardly
     // widens a range whose minimum delays dominate it).
-    shift = std::max(shift, full * 0.5 * round_trips_.FloorRiseNs());
+    shift = std::max(shift, full * kFullCongestionShiftFraction *
+                                round_trips_.FloorRiseNs());
   }
   // The scores stop while the episode lasts (step 2): they are those of
   // before it, where the stand-in did worse by this in mean square.

@@ -179,18 +179,24 @@ int AdaptiveWindowEstimator::HomeCandidate(int64_t x) {
       kHomeScale *
       std::pow(spread / (rate * std::max(home_wander_ppb_, kMinHomeWander)),
                kHomeExponent);
-  // The window that holds clean_home_s outside the congested intervals.
-  double home_s = clean_home_s;
+  // The window ending at end_x that holds clean_home_s outside the
+  // congested intervals (a fixed point, a step per interval it reaches).
   const RoundTrips::Intervals barring = BarringIntervals();
-  for (int step = 0;
-       step < kCleanWindowSteps && round_trips_.congested_intervals(barring) > 0;
-       ++step) {
-    const int64_t from_x = x - static_cast<int64_t>(home_s * 1e9);
-    const double longer_s =
-        clean_home_s + round_trips_.CongestedNs(from_x, x, barring) * 1e-9;
-    if (longer_s <= home_s + 1e-3) break;
-    home_s = longer_s;
-  }
+  auto clean_window_s = [&](int64_t end_x) {
+    double window_s = clean_home_s;
+    for (int step = 0; step < kCleanWindowSteps &&
+                       round_trips_.congested_intervals(barring) > 0;
+         ++step) {
+      const int64_t from_x = end_x - static_cast<int64_t>(window_s * 1e9);
+      const double longer_s =
+          clean_home_s +
+          round_trips_.CongestedNs(from_x, end_x, barring) * 1e-9;
+      if (longer_s <= window_s + 1e-3) break;
+      window_s = longer_s;
+    }
+    return window_s;
+  };
+  double home_s = clean_window_s(x);
   // During an episode the home keeps the clean samples it held when the
   // episode began (W* plus its age), but not those beyond the episode
   // before: it holds no more than it did then, or reaches back to that
@@ -201,19 +207,9 @@ int AdaptiveWindowEstimator::HomeCandidate(int64_t x) {
       round_trips_.EpisodeBounds(
           static_cast<int64_t>(kEpisodeMergeFraction * clean_home_s * 1e9),
           barring, &episode_begin, &previous_end)) {
-    double before_s = clean_home_s;
-    for (int step = 0; step < kCleanWindowSteps; ++step) {
-      const int64_t from_x =
-          episode_begin - static_cast<int64_t>(before_s * 1e9);
-      const double longer_s =
-          clean_home_s +
-          round_trips_.CongestedNs(from_x, episode_begin, barring) * 1e-9;
-      if (longer_s <= before_s + 1e-3) break;
-      before_s = longer_s;
-    }
     home_s = std::min(
-        home_s,
-        std::max(before_s, static_cast<double>(x - previous_end) * 1e-9));
+        home_s, std::max(clean_window_s(episode_begin),
+                         static_cast<double>(x - previous_end) * 1e-9));
   }
   const double longest_s =
       static_cast<double>(levels_[0]->config().window_ns) * 1e-9;

@@ -101,7 +101,8 @@ bool RoundTrips::EpisodeBounds(int64_t merge_gap_ns, Intervals which,
   bool started = false;
   int64_t episode_begin = 0;
   while (i > 0 || j > 0) {
-    const bool run = j == 0 || (i > 0 && runs[i - 1].second >= risen[j - 1].second);
+    const bool run =
+        j == 0 || (i > 0 && runs[i - 1].second >= risen[j - 1].second);
     const auto& [b, e] = run ? runs[--i] : risen[--j];
     if (!started) {
       episode_begin = b;
