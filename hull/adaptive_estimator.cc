@@ -36,7 +36,9 @@ constexpr double kCleanWindowFraction = 1.0;
 // fraction of its range's growth, squared, is below the stand-in's excess
 // error (random seeds 1-5: 117 → 118 of 200 hold; at 0.5, 117), rising to
 // kFullCongestionShiftFraction as its window goes from kCongestedFraction
-// to wholly congested (the round trips' reading).
+// to wholly congested (the round trips' reading); then the shift is also
+// at least that fraction of the floor's rise, the queue's depth (header,
+// step 4; not on a swing).
 constexpr double kCongestionShiftFraction = 0.25;
 constexpr double kFullCongestionShiftFraction = 0.5;
 // A level whose samples span less than this fraction of what its window
