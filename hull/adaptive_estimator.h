@@ -214,20 +214,26 @@
 //    delays the median lies far out, and W* came out too long; Pareto
 //    delays with α 1.1–2 at 10 probes/s 4 % lower on average, the
 //    heavy-tailed kind that missed on seeds 100–109 1.118 → 1.046 ×).
-//    W* counts clean time: the home window is the one that holds
-//    W* seconds outside the congested intervals (during an episode, W*
-//    plus its age: the same clean samples as before it). Where that window
-//    reached across the episode before (intervals less than W*/4 apart
-//    are one), the home keeps no more than it held when the episode began,
-//    or reaches back to the end of the episode before where that is
-//    longer: clean seconds beyond a second episode are old, and keeping
-//    them stretched the window over which the wander weighs (at 1 probe/s
-//    with 180 s episodes in every 5 minutes W* is 145 s clean, the home
-//    was 325 s before an episode and 505 s at its end, where the 300 s
-//    window is the best: those kinds' median 1.16 → 1.04 × it). The home
-//    is the candidate nearest that window in log2, and it
-//    answers from W* itself: the estimates of the two levels around W*
-//    blended by where W* falls between their windows in log2 (a level
+//    Where congested intervals leave holes, the home weighs what a window
+//    holds: the delay noise's error, K / L² in mean square for L clean
+//    seconds, against the wander's, W³ over the W it spans (K / W² + W³ is
+//    least at W*: K = 1.5 W*⁵), the noise's times (1 + 3 (1 + 2 g / L)²)
+//    / 4 while an episode has lasted g (a least-squares line extrapolated
+//    g past its L). The home window is the one of least cost, and its
+//    place among the levels is where the clean seconds they hold reach
+//    that window's (a longer level may hold no more than a shorter one:
+//    the levels are not the ladder of windows between them). The home
+//    used to hold W* clean seconds wherever they lay (during an episode
+//    W* plus its age) and answer from the blend nearest that window in
+//    log2: at 1 probe/s with 180 s episodes in every 5 minutes W* does
+//    not fit between them, and mid-episode a 150|300 blend answered whose
+//    150 s level, mostly congested, extrapolated far (congestion kinds
+//    350 → 372 of 432 on the 12 seed sets: every one at 4 probes/s holds;
+//    the 1 probe/s 180 s ones' median 1.038 → 1.021 × the 300 s window).
+//    Without congestion the home is the candidate nearest W* in log2,
+//    and it answers from W* itself: the estimates of the two levels
+//    around W* blended by where W* falls between their windows in log2
+//    (with congestion, by that place among them) (a level
 //    and its neighbour's mean are half a step apart; a window between
 //    them is better than either where W* is: chrony's default model,
 //    101, 1,006 → 990 ns), unless the home has predicted significantly
@@ -567,6 +573,10 @@ class AdaptiveWindowEstimator final : public Estimator {
   // The home candidate: the window the delay spread and the configured
   // wander allowance call for (see the header). Records the spread.
   int HomeCandidate(int64_t x);
+  // The home's position at x (0 the longest level, 2 the next, 1 halfway
+  // between them, ...; not clamped) for W* = clean_home_s: where the
+  // congested intervals leave holes, the window that weighs them (step 5).
+  double HomePosition(int64_t x, double clean_home_s, double longest_s) const;
   // The congested intervals that bar a level and lengthen W*: floor rises
   // too, except while the home's wander exceeds kSwingWanderRatio times
   // the allowance (a swing; step 4).

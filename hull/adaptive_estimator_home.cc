@@ -40,11 +40,6 @@ constexpr double kEarlyNegligibleWanderFraction = 0.1;
 constexpr int kEarlyMinCheckpoints = 2;
 // The home's wander is never below this (ppb/√s).
 constexpr double kMinHomeWander = 1e-6;
-// W* counts clean time: the home window grows by the congested time it
-// holds, found by this many fixed-point steps at most (one per interval).
-constexpr int kCleanWindowSteps = 8;
-// Congested intervals less than this fraction of W* apart are one episode.
-constexpr double kEpisodeMergeFraction = 0.25;
 
 // A 95 % upper bound of σ² from the references' estimate and its
 // standard error. Their error grows with σ² (on 102's network wandering at
@@ -110,6 +105,115 @@ bool AdaptiveWindowEstimator::EarlyWanderNegligible(int64_t x) const {
       kEarlyNegligibleWanderFraction * config_.base.wander_ppb_per_sqrt_s;
   return fit_error_count_ >= kEarlyMinCheckpoints &&
          fit_error_sum_ < kFitErrorScale * limit * limit * fit_span3_sum_;
+}
+
+double AdaptiveWindowEstimator::HomePosition(int64_t x, double clean_home_s,
+                                             double longest_s) const {
+  const RoundTrips::Intervals barring = BarringIntervals();
+  if (round_trips_.congested_intervals(barring) == 0) {
+    return 2 * std::log2(longest_s / clean_home_s);
+  }
+  // W* balances the delay noise's error, K / L² in mean square for a
+  // window holding L clean seconds, against the wander's, W³ for a window
+  // spanning W: K / W² + W³ is least at W = W* for K = 1.5 W*⁵. Congested
+  // intervals leave holes (L < W), and while one is open the newest clean
+  // sample is g old: the answer extrapolates the clean samples' line by
+  // g, which multiplies the noise's mean square by
+  // (1 + 3 (1 + 2 g / L)²) / 4 (a least-squares line's, g beyond the end
+  // of its L). The home window minimises the sum, a convex function of W
+  // within each clean stretch.
+  const double k = 1.5 * std::pow(clean_home_s, 5);
+  double home_s = std::min(clean_home_s, longest_s);
+  double best_cost = std::numeric_limits<double>::infinity();
+  double newer_clean_s = 0;  // Held by the stretches walked.
+  double age_s = -1;         // g.
+  round_trips_.ForEachCleanStretch(x, barring, [&](int64_t begin,
+                                                   int64_t end) {
+    const double from_s = static_cast<double>(x - end) * 1e-9;
+    if (from_s >= longest_s || from_s * from_s * from_s >= best_cost) {
+      return false;  // No longer window costs less.
+    }
+    if (age_s < 0) age_s = from_s;
+    const double to_s =
+        begin == std::numeric_limits<int64_t>::min()
+            ? longest_s
+            : std::min(longest_s, static_cast<double>(x - begin) * 1e-9);
+    auto cost = [&](double window_s) {
+      const double clean_s = newer_clean_s + window_s - from_s;
+      if (clean_s <= 0) return std::numeric_limits<double>::infinity();
+      const double lever = 1 + 2 * age_s / clean_s;
+      return k * (1 + 3 * lever * lever) / (4 * clean_s * clean_s) +
+             window_s * window_s * window_s;
+    };
+    // Golden-section search over [from_s, to_s], to a millisecond.
+    constexpr double kInvPhi = 0.6180339887498949;
+    double a = from_s;
+    double b = to_s;
+    double c = b - kInvPhi * (b - a);
+    double d = a + kInvPhi * (b - a);
+    double cost_c = cost(c);
+    double cost_d = cost(d);
+    while (b - a > 1e-3) {
+      if (cost_c < cost_d) {
+        b = d;
+        d = c;
+        cost_d = cost_c;
+        c = b - kInvPhi * (b - a);
+        cost_c = cost(c);
+      } else {
+        a = c;
+        c = d;
+        cost_c = cost_d;
+        d = a + kInvPhi * (b - a);
+        cost_d = cost(d);
+      }
+    }
+    for (const double window_s : {0.5 * (a + b), to_s}) {
+      const double f = cost(window_s);
+      if (f < best_cost) {
+        best_cost = f;
+        home_s = window_s;
+      }
+    }
+    newer_clean_s += to_s - from_s;
+    return true;
+  });
+  // The levels' windows hold holes too, unlike the ladder's windows
+  // between them: the home is where the clean seconds the levels hold
+  // reach the home window's (between two levels, in log2 of those); none
+  // does before the samples held reach it: the longest. A level longer
+  // than the samples held holds what they do.
+  auto clean_s = [&](double window_s) {
+    return window_s -
+           round_trips_.CongestedNs(x - static_cast<int64_t>(window_s * 1e9),
+                                    x, barring) *
+               1e-9;
+  };
+  const double wanted_s = clean_s(home_s);
+  const double held_s = static_cast<double>(x - first_x_) * 1e-9;
+  auto level_clean_s = [&](size_t level) {
+    return clean_s(std::min(
+        held_s,
+        static_cast<double>(levels_[level]->config().window_ns) * 1e-9));
+  };
+  double longer_clean_s = level_clean_s(0);
+  double position = 0;
+  for (size_t level = 1; level < levels_.size(); ++level) {
+    const double shorter_clean_s = level_clean_s(level);
+    if (shorter_clean_s >= wanted_s) {
+      position = 2.0 * static_cast<double>(level);
+      longer_clean_s = shorter_clean_s;
+      continue;
+    }
+    if (longer_clean_s > shorter_clean_s && shorter_clean_s > 0) {
+      position = 2.0 * static_cast<double>(level) -
+                 2 * std::clamp(std::log(wanted_s / shorter_clean_s) /
+                                    std::log(longer_clean_s / shorter_clean_s),
+                                0.0, 1.0);
+    }
+    break;
+  }
+  return position;
 }
 
 int AdaptiveWindowEstimator::HomeCandidate(int64_t x) {
@@ -179,42 +283,11 @@ int AdaptiveWindowEstimator::HomeCandidate(int64_t x) {
       kHomeScale *
       std::pow(spread / (rate * std::max(home_wander_ppb_, kMinHomeWander)),
                kHomeExponent);
-  // The window ending at end_x that holds clean_home_s outside the
-  // congested intervals (a fixed point, a step per interval it reaches).
-  const RoundTrips::Intervals barring = BarringIntervals();
-  auto clean_window_s = [&](int64_t end_x) {
-    double window_s = clean_home_s;
-    for (int step = 0; step < kCleanWindowSteps &&
-                       round_trips_.congested_intervals(barring) > 0;
-         ++step) {
-      const int64_t from_x = end_x - static_cast<int64_t>(window_s * 1e9);
-      const double longer_s =
-          clean_home_s +
-          round_trips_.CongestedNs(from_x, end_x, barring) * 1e-9;
-      if (longer_s <= window_s + 1e-3) break;
-      window_s = longer_s;
-    }
-    return window_s;
-  };
-  double home_s = clean_window_s(x);
-  // During an episode the home keeps the clean samples it held when the
-  // episode began (W* plus its age), but not those beyond the episode
-  // before: it holds no more than it did then, or reaches back to that
-  // episode's end.
-  int64_t episode_begin = 0;
-  int64_t previous_end = 0;
-  if (home_s > clean_home_s + 1e-3 &&
-      round_trips_.EpisodeBounds(
-          static_cast<int64_t>(kEpisodeMergeFraction * clean_home_s * 1e9),
-          barring, &episode_begin, &previous_end)) {
-    home_s = std::min(
-        home_s, std::max(clean_window_s(episode_begin),
-                         static_cast<double>(x - previous_end) * 1e-9));
-  }
   const double longest_s =
       static_cast<double>(levels_[0]->config().window_ns) * 1e-9;
-  home_position_ = std::clamp(2 * std::log2(longest_s / home_s), 0.0,
-                              static_cast<double>(blends_ - 1));
+  home_position_ = HomePosition(x, clean_home_s, longest_s);
+  home_position_ =
+      std::clamp(home_position_, 0.0, static_cast<double>(blends_ - 1));
   const int home = static_cast<int>(std::lround(home_position_));
   // A clock that wanders far less than the allowance is at home in the
   // longest window, unless that window has predicted significantly worse

@@ -1282,14 +1282,23 @@ TEST(AdaptiveEstimatorTest, AWhollyCongestedHomeGivesWayToItsStandIn) {
   }
 }
 
-// At 1 probe/s with a 180 s episode in every 5 minutes, W* (about 145 s
-// clean) does not fit in the 120 s between episodes: the home window
-// reaches across the episode before (325 s). During the next one it kept
-// those clean samples too, W* plus the episode's age, and the 300|600
-// blend answered where the 300 s window is the best: 1.33 × and 1.12 × it
-// on seeds 2 and 3. The home now keeps only what it held when the
-// episode began: 1.07 × and 0.97 ×.
-TEST(AdaptiveEstimatorTest, EpisodesCloserThanTheHomeDoNotStretchIt) {
+// 180 s episodes in every 5 minutes. The home held W* clean seconds (the
+// fixed point reaching across the episodes in its way), during an episode
+// W* plus its age, and answered from the blend nearest that window: at 1
+// probe/s W* (about 125 s clean) does not fit between the episodes, and
+// mid-episode a 150|300 blend answered whose 150 s level, mostly
+// congested, extrapolated its few clean seconds far (300 µs one way, seeds
+// 3–5: 1.137, 0.985 and 1.161 × the 300 s window); at 4 probes/s the same
+// a little (60 µs one way, seeds 8 and 9: 1.132 and 1.042 ×). The home now
+// weighs what a window holds, the holes and the extrapolation, and the
+// levels by the clean seconds they hold: 1.000, 0.999, 0.995 × and
+// 0.967, 0.977 ×. (Seeds 2 and 3 of the 30 µs kind, which a home
+// reaching across two episodes cost 1.33 and 1.12 ×: 0.970 and 1.016 ×.)
+TEST(AdaptiveEstimatorTest, TheHomeWeighsTheHolesCongestionLeaves) {
+  ExpectEachSeedBelow300sWindow(
+      "congestion-1hz/+300us+exp(300us)/180s-of-300s/fwd", 3, 3, 1.05);
+  ExpectEachSeedBelow300sWindow(
+      "congestion-4hz/+60us+exp(60us)/180s-of-300s/fwd", 8, 2, 1.03);
   ExpectEachSeedBelow300sWindow(
       "congestion-1hz/+30us+exp(30us)/180s-of-300s/fwd", 2, 2, 1.1);
 }

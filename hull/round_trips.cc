@@ -86,38 +86,6 @@ double RoundTrips::FloorRiseNs() const {
   return std::max(0.0, values_[queue_[queue_head_]] - clean_floor_);
 }
 
-bool RoundTrips::EpisodeBounds(int64_t merge_gap_ns, Intervals which,
-                               int64_t* begin, int64_t* previous_end) const {
-  const bool all = which == Intervals::kAll;
-  if (!(runs_.open || (all && risen_.open))) return false;
-  // Newest first by their ends (each list is in time order and its
-  // intervals do not overlap): every interval that reaches within the gap
-  // of the episode's beginning extends it back; the first that does not
-  // ended the episode before.
-  const auto& runs = runs_.intervals;
-  const auto& risen = risen_.intervals;
-  size_t i = runs.size();
-  size_t j = all ? risen.size() : 0;
-  bool started = false;
-  int64_t episode_begin = 0;
-  while (i > 0 || j > 0) {
-    const bool run =
-        j == 0 || (i > 0 && runs[i - 1].second >= risen[j - 1].second);
-    const auto& [b, e] = run ? runs[--i] : risen[--j];
-    if (!started) {
-      episode_begin = b;
-      started = true;
-    } else if (e >= episode_begin - merge_gap_ns) {
-      episode_begin = std::min(episode_begin, b);
-    } else {
-      *begin = episode_begin;
-      *previous_end = e;
-      return true;
-    }
-  }
-  return false;
-}
-
 void RoundTrips::TrackCongestion(double round_trip_ns, int64_t x) {
   if (have_limit_ && round_trip_ns > limit_) {
     // From the last clean round trip: nothing after it reached the hulls'

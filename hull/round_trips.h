@@ -41,6 +41,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -116,12 +117,33 @@ class RoundTrips {
                                      : 0);
   }
   bool congested() const { return runs_.open || risen_.open; }
-  // The episode the newest round trip is in: the intervals (of either
-  // kind, or runs only) merged where less than `merge_gap_ns` parts them,
-  // the newest of them open. Sets where it began and where the episode
-  // before it ended; false when no episode is open or none precedes it.
-  bool EpisodeBounds(int64_t merge_gap_ns, Intervals which, int64_t* begin,
-                     int64_t* previous_end) const;
+  // Calls f(begin, end) for each stretch (begin, end) of time up to end_x
+  // outside the congested intervals (of either kind, or runs only),
+  // newest first, until f returns false. None is empty but the oldest,
+  // which begins at INT64_MIN: what lies before the oldest interval held
+  // counts as clean.
+  template <typename F>
+  void ForEachCleanStretch(int64_t end_x, Intervals which, F f) const {
+    // Newest first by their ends (each list is in time order and its
+    // intervals do not overlap); an interval is clipped to what lies
+    // before those walked already, so that the two kinds' overlaps count
+    // once.
+    const auto& runs = runs_.intervals;
+    const auto& risen = risen_.intervals;
+    size_t i = runs.size();
+    size_t j = which == Intervals::kAll ? risen.size() : 0;
+    int64_t reach = end_x;  // Walked back to here.
+    while (i > 0 || j > 0) {
+      const bool run =
+          j == 0 || (i > 0 && runs[i - 1].second >= risen[j - 1].second);
+      const auto& [begin, end] = run ? runs[--i] : risen[--j];
+      const int64_t high = std::min(end, reach);
+      if (high <= begin) continue;
+      if (high < reach && !f(high, reach)) return;
+      reach = begin;
+    }
+    f(std::numeric_limits<int64_t>::min(), reach);
+  }
   // A round trip above this (ns) counts as congested; 0 before it is known.
   double clean_limit_ns() const { return have_limit_ ? limit_ : 0; }
   // A floor above this (ns) has risen; 0 before it is known.

@@ -1,11 +1,15 @@
 // RoundTrips: span and spread of the round trips held, congested intervals
 // opened by runs above the clean limit (not by shorter ones) and by a
-// floor risen below it (not by a shorter rise), the spread held while
-// congested round trips are, and a longer route learnt afresh.
+// floor risen below it (not by a shorter rise), the clean stretches
+// between them, the spread held while congested round trips are, and a
+// longer route learnt afresh.
 
 #include "hull/round_trips.h"
 
 #include <cstdint>
+#include <limits>
+#include <utility>
+#include <vector>
 
 #include "gtest/gtest.h"
 
@@ -109,47 +113,60 @@ TEST(RoundTripsTest, FloorRiseBelowTheLimitOpensAnInterval) {
   EXPECT_DOUBLE_EQ(r.CongestedNs(0, x), static_cast<double>(end - last_low));
 }
 
-// An episode is the intervals that less than a gap parts; EpisodeBounds
-// gives where the open one began and where the one before it ended.
-TEST(RoundTripsTest, EpisodeBoundsMergeIntervalsCloserThanTheGap) {
+// The clean stretches, newest first: what lies between the congested
+// intervals (runs and floor rises, overlapping, counted once), the oldest
+// open towards the past; the callback stops the walk.
+TEST(RoundTripsTest, CleanStretchesLieBetweenTheIntervals) {
   RoundTrips r(kLongestNs, kFloorWindowNs);
   int64_t x = 0;
   auto high = [](int) { return 500'000.0; };
-  int64_t begin = 0;
-  int64_t previous_end = 0;
   Feed(&r, &x, 200, Clean);
-  EXPECT_FALSE(r.EpisodeBounds(10 * kS, RoundTrips::Intervals::kAll, &begin,
-                               &previous_end));
-  // Episode A: 30 s; none before it.
+  const int64_t a_begin = x - kS;  // The last clean round trip before A.
   Feed(&r, &x, 30, high);
-  EXPECT_FALSE(r.EpisodeBounds(10 * kS, RoundTrips::Intervals::kAll, &begin,
-                               &previous_end));
-  const int64_t a_end = x - kS;  // Its last congested round trip.
+  const int64_t a_end = x - kS;
   Feed(&r, &x, 50, Clean);
-  // Not open: no bounds.
-  EXPECT_FALSE(r.EpisodeBounds(10 * kS, RoundTrips::Intervals::kAll, &begin,
-                               &previous_end));
-  // B1: 10 s (from the last clean round trip), 3 clean, then B2, open.
-  const int64_t b1_begin = x - kS;
-  Feed(&r, &x, 10, high);
-  const int64_t b1_end = x - kS;
-  Feed(&r, &x, 3, Clean);
-  const int64_t b2_begin = x - kS;
+  const int64_t b_begin = x - kS;
   Feed(&r, &x, 20, high);
   ASSERT_TRUE(r.congested());
-  // 3 s part B1 and B2: one episode with a gap of 10 s, from B1 on, after
-  // A; two with a gap of 1 s.
-  ASSERT_TRUE(r.EpisodeBounds(10 * kS, RoundTrips::Intervals::kAll, &begin,
-                              &previous_end));
-  EXPECT_EQ(begin, b1_begin);
-  EXPECT_EQ(previous_end, a_end);
-  ASSERT_TRUE(r.EpisodeBounds(1 * kS, RoundTrips::Intervals::kRunsOnly,
-                              &begin, &previous_end));
-  EXPECT_EQ(begin, b2_begin);
-  EXPECT_EQ(previous_end, b1_end);
-  // A gap as long as A's distance: one episode from A on, none before.
-  EXPECT_FALSE(r.EpisodeBounds(100 * kS, RoundTrips::Intervals::kAll, &begin,
-                               &previous_end));
+  using Stretches = std::vector<std::pair<int64_t, int64_t>>;
+  auto stretches = [&](int64_t end_x, RoundTrips::Intervals which,
+                       size_t most) {
+    Stretches out;
+    r.ForEachCleanStretch(end_x, which, [&](int64_t begin, int64_t end) {
+      out.emplace_back(begin, end);
+      return out.size() < most;
+    });
+    return out;
+  };
+  // Runs only: the newest round trip lies in B; A and B part the rest.
+  const int64_t newest = x - kS;
+  const Stretches runs =
+      stretches(newest, RoundTrips::Intervals::kRunsOnly, 9);
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0], std::make_pair(a_end, b_begin));
+  EXPECT_EQ(runs[1].first, std::numeric_limits<int64_t>::min());
+  EXPECT_EQ(runs[1].second, a_begin);
+  // Both kinds: the floor rose over each episode too, so the stretches
+  // are no longer, and what they leave out of [0, newest] is what
+  // CongestedNs counts.
+  const Stretches all = stretches(newest, RoundTrips::Intervals::kAll, 9);
+  double clean_ns = 0;
+  int64_t newer_begin = x;
+  ASSERT_EQ(all.size(), 2u);
+  for (const auto& [begin, end] : all) {
+    EXPECT_LT(begin, end);
+    EXPECT_LE(end, newer_begin);  // Newest first, disjoint.
+    newer_begin = begin;
+    clean_ns += static_cast<double>(end - std::max<int64_t>(begin, 0));
+  }
+  EXPECT_DOUBLE_EQ(clean_ns + r.CongestedNs(0, newest),
+                   static_cast<double>(newest));
+  EXPECT_LE(all[0].second - all[0].first, b_begin - a_end);
+  // Walked back from inside A's clean stretch before it; stopped early.
+  const Stretches first = stretches(a_begin - 10 * kS,
+                                    RoundTrips::Intervals::kRunsOnly, 1);
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(first[0].second, a_begin - 10 * kS);
 }
 
 // At 20 round trips per second the floor window (375 of them) is the
