@@ -222,14 +222,17 @@
 //    g past its L). The home window is the one of least cost, and its
 //    place among the levels is where the clean seconds they hold reach
 //    that window's (a longer level may hold no more than a shorter one:
-//    the levels are not the ladder of windows between them). The home
+//    the levels are not the ladder of windows between them). A clean
+//    stretch shorter than W*/4 between two intervals counts as congested
+//    (a queue's short draws break its runs: those stretches hold its
+//    draws). The home
 //    used to hold W* clean seconds wherever they lay (during an episode
 //    W* plus its age) and answer from the blend nearest that window in
 //    log2: at 1 probe/s with 180 s episodes in every 5 minutes W* does
 //    not fit between them, and mid-episode a 150|300 blend answered whose
 //    150 s level, mostly congested, extrapolated far (congestion kinds
-//    350 → 372 of 432 on the 12 seed sets: every one at 4 probes/s holds;
-//    the 1 probe/s 180 s ones' median 1.038 → 1.021 × the 300 s window).
+//    350 → 373 of 432 on the 12 seed sets: every one at 4 probes/s holds;
+//    the 1 probe/s 180 s ones' median 1.038 → 1.023 × the 300 s window).
 //    Without congestion the home is the candidate nearest W* in log2,
 //    and it answers from W* itself: the estimates of the two levels
 //    around W* blended by where W* falls between their windows in log2

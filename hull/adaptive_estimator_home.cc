@@ -40,6 +40,9 @@ constexpr double kEarlyNegligibleWanderFraction = 0.1;
 constexpr int kEarlyMinCheckpoints = 2;
 // The home's wander is never below this (ppb/√s).
 constexpr double kMinHomeWander = 1e-6;
+// A clean stretch between congested intervals shorter than this fraction
+// of W* counts as congested (HomePosition).
+constexpr double kShortStretchFraction = 0.25;
 
 // A 95 % upper bound of σ² from the references' estimate and its
 // standard error. Their error grows with σ² (on 102's network wandering at
@@ -121,18 +124,26 @@ double AdaptiveWindowEstimator::HomePosition(int64_t x, double clean_home_s,
   // g, which multiplies the noise's mean square by
   // (1 + 3 (1 + 2 g / L)²) / 4 (a least-squares line's, g beyond the end
   // of its L). The home window minimises the sum, a convex function of W
-  // within each clean stretch.
+  // within each clean stretch. Between two intervals a stretch shorter
+  // than W*/4 counts as congested: where a queue's short draws break its
+  // runs, such stretches hold its draws, not clean samples.
   const double k = 1.5 * std::pow(clean_home_s, 5);
   double home_s = std::min(clean_home_s, longest_s);
   double best_cost = std::numeric_limits<double>::infinity();
   double newer_clean_s = 0;  // Held by the stretches walked.
   double age_s = -1;         // g.
+  const double min_stretch_s = kShortStretchFraction * clean_home_s;
+  auto too_short = [&](int64_t begin, int64_t end) {
+    return end < x && begin != std::numeric_limits<int64_t>::min() &&
+           static_cast<double>(end - begin) * 1e-9 < min_stretch_s;
+  };
   round_trips_.ForEachCleanStretch(x, barring, [&](int64_t begin,
                                                    int64_t end) {
     const double from_s = static_cast<double>(x - end) * 1e-9;
     if (from_s >= longest_s || from_s * from_s * from_s >= best_cost) {
       return false;  // No longer window costs less.
     }
+    if (too_short(begin, end)) return true;
     if (age_s < 0) age_s = from_s;
     const double to_s =
         begin == std::numeric_limits<int64_t>::min()
@@ -184,10 +195,17 @@ double AdaptiveWindowEstimator::HomePosition(int64_t x, double clean_home_s,
   // does before the samples held reach it: the longest. A level longer
   // than the samples held holds what they do.
   auto clean_s = [&](double window_s) {
-    return window_s -
-           round_trips_.CongestedNs(x - static_cast<int64_t>(window_s * 1e9),
-                                    x, barring) *
-               1e-9;
+    const int64_t from_x = x - static_cast<int64_t>(window_s * 1e9);
+    double total_s = 0;
+    round_trips_.ForEachCleanStretch(x, barring, [&](int64_t begin,
+                                                     int64_t end) {
+      if (end <= from_x) return false;
+      if (!too_short(begin, end)) {
+        total_s += static_cast<double>(end - std::max(begin, from_x)) * 1e-9;
+      }
+      return true;
+    });
+    return total_s;
   };
   const double wanted_s = clean_s(home_s);
   const double held_s = static_cast<double>(x - first_x_) * 1e-9;

@@ -1291,9 +1291,9 @@ TEST(AdaptiveEstimatorTest, AWhollyCongestedHomeGivesWayToItsStandIn) {
 // 3–5: 1.137, 0.985 and 1.161 × the 300 s window); at 4 probes/s the same
 // a little (60 µs one way, seeds 8 and 9: 1.132 and 1.042 ×). The home now
 // weighs what a window holds, the holes and the extrapolation, and the
-// levels by the clean seconds they hold: 1.000, 0.999, 0.995 × and
-// 0.967, 0.977 ×. (Seeds 2 and 3 of the 30 µs kind, which a home
-// reaching across two episodes cost 1.33 and 1.12 ×: 0.970 and 1.016 ×.)
+// levels by the clean seconds they hold: 1.012, 1.019, 0.999 × and
+// 0.969, 0.970 ×. (Seeds 2 and 3 of the 30 µs kind, which a home
+// reaching across two episodes cost 1.33 and 1.12 ×: 0.977 and 1.014 ×.)
 TEST(AdaptiveEstimatorTest, TheHomeWeighsTheHolesCongestionLeaves) {
   ExpectEachSeedBelow300sWindow(
       "congestion-1hz/+300us+exp(300us)/180s-of-300s/fwd", 3, 3, 1.05);
