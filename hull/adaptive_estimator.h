@@ -225,10 +225,9 @@
 //    the levels are not the ladder of windows between them). A clean
 //    stretch shorter than W*/4 between two intervals counts as congested
 //    (a queue's short draws break its runs: those stretches hold its
-//    draws). The home
-//    used to hold W* clean seconds wherever they lay (during an episode
-//    W* plus its age) and answer from the blend nearest that window in
-//    log2: at 1 probe/s with 180 s episodes in every 5 minutes W* does
+//    draws). The home used to hold W* clean seconds wherever they lay
+//    (during an episode W* plus its age) and answer from the blend
+//    nearest that window in log2: at 1 probe/s with 180 s episodes in every 5 minutes W* does
 //    not fit between them, and mid-episode a 150|300 blend answered whose
 //    150 s level, mostly congested, extrapolated far (congestion kinds
 //    350 → 373 of 432 on the 12 seed sets: every one at 4 probes/s holds;

@@ -119,9 +119,9 @@ class RoundTrips {
   bool congested() const { return runs_.open || risen_.open; }
   // Calls f(begin, end) for each stretch (begin, end) of time up to end_x
   // outside the congested intervals (of either kind, or runs only),
-  // newest first, until f returns false. None is empty but the oldest,
-  // which begins at INT64_MIN: what lies before the oldest interval held
-  // counts as clean.
+  // newest first, until f returns false. None is empty; the oldest begins
+  // at INT64_MIN: what lies before the oldest interval held counts as
+  // clean.
   template <typename F>
   void ForEachCleanStretch(int64_t end_x, Intervals which, F f) const {
     // Newest first by their ends (each list is in time order and its
